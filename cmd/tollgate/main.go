@@ -1,0 +1,17 @@
+// Command tollgate serves sign-in forms, a token-guarded API and billing webhooks.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"tollgate/internal/app"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(app.Run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}

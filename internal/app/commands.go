@@ -1,0 +1,173 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"tollgate/internal/billing"
+	"tollgate/internal/config"
+	"tollgate/internal/db"
+)
+
+func cmdServe(*flag.FlagSet) command {
+	return command{
+		help: "Runs the HTTP server until SIGINT or SIGTERM, then lets in-flight requests finish.",
+		run:  serve,
+	}
+}
+
+func cmdMigrate(*flag.FlagSet) command {
+	return command{
+		help: "Applies pending database migrations (DATABASE_URL) and exits.",
+		run: func(ctx context.Context, e env) error {
+			d, err := openDB(ctx, e, true)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			return nil
+		},
+	}
+}
+
+func cmdPlansSync(*flag.FlagSet) command {
+	return command{
+		help: "Reconciles the plans file (PLANS_FILE) into the database and prints each change.\nRunning it twice changes nothing the second time.",
+		run: func(ctx context.Context, e env) error {
+			plans, err := billing.LoadPlans(e.cfg.PlansFile)
+			if err != nil {
+				return err
+			}
+			d, err := openDB(ctx, e, e.cfg.AutoMigrate)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			changes, err := newBilling(d, e, nil).SyncPlans(ctx, plans)
+			if err != nil {
+				return fmt.Errorf("plans sync: %w", err)
+			}
+			for _, c := range changes {
+				fmt.Fprintln(e.stdout, c)
+			}
+			if len(changes) == 0 {
+				fmt.Fprintln(e.stdout, "plans are up to date")
+			}
+			return nil
+		},
+	}
+}
+
+func cmdEventsReplay(fs *flag.FlagSet) command {
+	var filter billing.ReplayFilter
+	var since string
+	fs.StringVar(&filter.Provider, "provider", "", "only events of this provider: web or mobile")
+	fs.StringVar(&since, "since", "", "only events first received at or after this RFC 3339 time")
+	fs.StringVar(&filter.EventID, "id", "", "only the event with this provider event id")
+	fs.BoolVar(&filter.Unprocessed, "unprocessed", false, "only events not processed yet or stored with a processing error")
+	return command{
+		help: "Re-runs stored provider_events through the processors. Replaying is idempotent.",
+		run: func(ctx context.Context, e env) error {
+			if filter.Provider != "" && filter.Provider != billing.ProviderWeb && filter.Provider != billing.ProviderMobile {
+				return fmt.Errorf("--provider: want web or mobile, got %q", filter.Provider)
+			}
+			if since != "" {
+				t, err := time.Parse(time.RFC3339, since)
+				if err != nil {
+					return fmt.Errorf("--since: want an RFC 3339 time such as 2026-11-01T00:00:00Z")
+				}
+				filter.Since = t
+			}
+			d, err := openDB(ctx, e, e.cfg.AutoMigrate)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			n, err := newBilling(d, e, nil).Replay(ctx, filter, func(provider, eventID, outcome string) {
+				fmt.Fprintf(e.stdout, "%s %s: %s\n", provider, eventID, outcome)
+			})
+			fmt.Fprintf(e.stdout, "replayed %d event(s)\n", n)
+			return err
+		},
+	}
+}
+
+func cmdWebhookSend(fs *flag.FlagSet) command {
+	var provider, file, url string
+	fs.StringVar(&provider, "provider", "", "web or mobile (required)")
+	fs.StringVar(&file, "file", "", "path of the JSON event to send (required)")
+	fs.StringVar(&url, "url", "", "endpoint to POST to (default: PUBLIC_URL/BILLING_MOUNT/webhooks/PROVIDER)")
+	return command{
+		help: "Signs (web) or authorises (mobile) a JSON event with the configured secret and POSTs it,\nas the providers' \"send test event\" buttons do. Exits non-zero unless the server answers 2xx.",
+		run: func(ctx context.Context, e env) error {
+			if provider != billing.ProviderWeb && provider != billing.ProviderMobile {
+				return errors.New("--provider: want web or mobile")
+			}
+			if file == "" {
+				return errors.New("--file is required")
+			}
+			body, err := os.ReadFile(file)
+			if err != nil {
+				return err
+			}
+			if url == "" {
+				url = e.cfg.PublicURL + "/" + e.cfg.BillingMount + "/webhooks/" + provider
+			}
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Content-Type", "application/json")
+			switch provider {
+			case billing.ProviderWeb:
+				if e.cfg.WebWebhookSecret == "" {
+					return errors.New("WEB_WEBHOOK_SECRET is not set")
+				}
+				req.Header.Set("Web-Signature", billing.SignWebHeader(e.cfg.WebWebhookSecret, time.Now(), body))
+			case billing.ProviderMobile:
+				req.Header.Set("Authorization", e.cfg.MobileWebhookSecret)
+			}
+			resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+			fmt.Fprintf(e.stdout, "%s\n%s", resp.Status, answer)
+			if resp.StatusCode/100 != 2 {
+				return fmt.Errorf("the server answered %s", resp.Status)
+			}
+			return nil
+		},
+	}
+}
+
+// openDB opens DATABASE_URL and, when asked, migrates it.
+func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
+	d, err := db.Open(ctx, e.cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if e.cfg.WebIngestion == config.IngestSyncEngine && d.Engine != db.Postgres {
+		d.Close()
+		return nil, errors.New("WEB_INGESTION=sync_engine needs a Postgres DATABASE_URL: the mirror schema lives in Postgres")
+	}
+	if migrate {
+		applied, err := d.Migrate(ctx)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		for _, m := range applied {
+			e.log.Info("migration applied", "file", m)
+		}
+	}
+	return d, nil
+}

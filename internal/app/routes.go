@@ -1,0 +1,55 @@
+package app
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"tollgate/internal/problem"
+)
+
+// Handler is the whole URL surface. Each domain mounts its own routes; the operational
+// ones are here.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /up", s.up)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+
+	s.billing.Routes(mux, s.cfg.BillingMount)
+
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(w, http.StatusNotFound, "not-found", "There is nothing at this path.")
+	})
+	return s.withRequestID(s.withAccessLog(s.withRecover(mux)))
+}
+
+// healthz says the process is alive; it touches no dependency.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"status":"ok"}`+"\n")
+}
+
+// readyz says whether requests can be served: the database must answer.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.db.PingContext(ctx); err != nil {
+		s.env.log.WarnContext(r.Context(), "not ready: database unreachable", "error", err)
+		problem.Unavailable(w, 5*time.Second, "The database is not reachable.")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"status":"ready"}`+"\n")
+}
+
+// up mirrors the framework-default health route SPEC 4.3 names.
+func (s *Server) up(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	io.WriteString(w, `<!DOCTYPE html><html><body style="background-color: green"></body></html>`+"\n")
+}

@@ -1,0 +1,169 @@
+// Package app wires tollgate together: commands, configuration, the HTTP server, its
+// middleware and the operational routes.
+package app
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"tollgate/internal/config"
+)
+
+// DevEnvFile holds development-only settings so that a fresh clone runs with nothing
+// exported. It is never read in production.
+const DevEnvFile = ".env.development"
+
+const usage = `tollgate — sign-in forms, a token-guarded API and billing webhooks in one binary.
+
+Usage:
+  tollgate serve                 run the HTTP server (migrates first unless AUTO_MIGRATE=false)
+  tollgate migrate               apply database migrations and exit
+  tollgate plans sync            reconcile the plans file (PLANS_FILE) into the database
+  tollgate events replay [...]   re-run stored webhook events through the processors
+  tollgate webhook send [...]    sign a JSON event and POST it to a running server
+
+Configuration comes from the environment (see README.md). "tollgate COMMAND --help" describes a command.
+`
+
+// errUsage is returned after usage text was printed for --help; it means "exit 0".
+var errUsage = errors.New("usage printed")
+
+// Run executes one command and returns the process exit code.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	err := run(ctx, args, getenv, stdout, stderr)
+	switch {
+	case err == nil, errors.Is(err, errUsage):
+		return 0
+	default:
+		fmt.Fprintln(stderr, "tollgate: "+strings.ReplaceAll(err.Error(), "\n", "; "))
+		return 1
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command given")
+	}
+	cmd, rest := args[0], args[1:]
+	if len(rest) > 0 && (cmd == "plans" || cmd == "events" || cmd == "webhook") {
+		cmd, rest = cmd+" "+rest[0], rest[1:]
+	}
+	switch cmd {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "serve":
+		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdServe)
+	case "migrate":
+		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdMigrate)
+	case "plans sync":
+		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdPlansSync)
+	case "events replay":
+		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdEventsReplay)
+	case "webhook send":
+		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdWebhookSend)
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", strings.Join(args, " "))
+}
+
+// env is what every command gets: its parsed configuration and where to write.
+type env struct {
+	cfg    config.Config
+	log    *slog.Logger
+	stdout io.Writer
+	stderr io.Writer
+}
+
+type command struct {
+	flags *flag.FlagSet
+	help  string
+	run   func(ctx context.Context, e env) error
+}
+
+// withEnv parses the command's flags, then the configuration, and runs it. Flags come
+// first so that --help works without any configuration.
+func withEnv(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer,
+	build func(fs *flag.FlagSet) command) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := build(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "Usage: tollgate %s\n\n%s\n", name, c.help)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errUsage
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
+	}
+	getenv, err := withDevEnvFile(getenv)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	return c.run(ctx, env{cfg: cfg, log: newLogger(cfg, stderr), stdout: stdout, stderr: stderr})
+}
+
+// withDevEnvFile layers DevEnvFile under the real environment when APP_ENV is unset or
+// development. Variables already set always win.
+func withDevEnvFile(getenv func(string) string) (func(string) string, error) {
+	if appEnv := getenv("APP_ENV"); appEnv != "" && appEnv != config.Development {
+		return getenv, nil
+	}
+	f, err := os.Open(DevEnvFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return getenv, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	file := map[string]string{}
+	scanner := bufio.NewScanner(f)
+	for n := 1; scanner.Scan(); n++ {
+		line := strings.TrimSpace(scanner.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, value, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+		if !ok {
+			return nil, fmt.Errorf("%s line %d: want KEY=VALUE", DevEnvFile, n)
+		}
+		file[strings.TrimSpace(key)] = strings.Trim(strings.TrimSpace(value), `"'`)
+	}
+	if err := scanner.Err(); err != nil {
+		return nil, err
+	}
+	return func(key string) string {
+		if v := getenv(key); v != "" {
+			return v
+		}
+		return file[key]
+	}, nil
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if cfg.LogFormat == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return slog.New(requestIDHandler{h})
+}

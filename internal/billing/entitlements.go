@@ -1,0 +1,214 @@
+package billing
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"tollgate/internal/db/dbq"
+)
+
+// Plan names a plan.
+type Plan struct {
+	Key  string `json:"key"`
+	Name string `json:"name"`
+	id   int64
+	tier int32
+}
+
+// Subscription is one canonical subscription of a user.
+type Subscription struct {
+	Provider         string
+	Status           string
+	CurrentPeriodEnd *time.Time
+	Plan             Plan
+}
+
+// Entitling reports whether the subscription grants its plan at t: a live status and an
+// access horizon that is absent or still ahead (DESIGN §4.5).
+func (s Subscription) Entitling(t time.Time) bool {
+	switch s.Status {
+	case StatusActive, StatusTrialing, StatusPastDue, StatusCancelled:
+		return s.CurrentPeriodEnd == nil || s.CurrentPeriodEnd.After(t)
+	}
+	return false
+}
+
+// Entitlements is a user's billing position at one instant. Every question about a user's
+// plan, entitlements and limits is answered from this one value, so the API, the account
+// page and user-written handlers agree (DESIGN §4.8).
+type Entitlements struct {
+	UserID string
+	At     time.Time
+	// Subscriptions are newest first.
+	Subscriptions []Subscription
+	// Effective holds the entitlement values in force: true/false or an int64 limit.
+	Effective map[string]any
+	plan      *Plan
+	governing *Subscription // the entitling subscription that sells plan
+}
+
+// Subscribed reports whether the user has an entitling subscription.
+func (e Entitlements) Subscribed() bool { return e.governing != nil }
+
+// Plan is the highest-tier plan among entitling subscriptions, else the default plan, else nil.
+func (e Entitlements) Plan() *Plan { return e.plan }
+
+// Governing is the entitling subscription that sells Plan, or nil.
+func (e Entitlements) Governing() *Subscription { return e.governing }
+
+// Entitled reports whether name is true or a number above zero.
+func (e Entitlements) Entitled(name string) bool {
+	switch v := e.Effective[name].(type) {
+	case bool:
+		return v
+	case int64:
+		return v > 0
+	}
+	return false
+}
+
+// Limit is the numeric value of name, if it has one.
+func (e Entitlements) Limit(name string) (int64, bool) {
+	v, ok := e.Effective[name].(int64)
+	return v, ok
+}
+
+// UsagePeriodEnd is when the current usage period ends: the governing subscription's
+// period end, else the end of the calendar month in UTC.
+func (e Entitlements) UsagePeriodEnd() time.Time {
+	if e.governing != nil && e.governing.CurrentPeriodEnd != nil {
+		return e.governing.CurrentPeriodEnd.UTC()
+	}
+	y, m, _ := e.At.UTC().Date()
+	return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+// Entitlements loads the user's position now. Entitlements combine over every entitling
+// subscription (booleans OR, numbers max); with none, the default plan's apply.
+func (s *Service) Entitlements(ctx context.Context, userID string) (Entitlements, error) {
+	q := dbq.New(s.db)
+	e := Entitlements{UserID: userID, At: s.now(), Effective: map[string]any{}}
+	rows, err := q.ListUserSubscriptions(ctx, userID)
+	if err != nil {
+		return e, err
+	}
+	var plans []Plan
+	for _, r := range rows {
+		sub := Subscription{
+			Provider: r.Provider, Status: r.Status, CurrentPeriodEnd: timePtr(r.CurrentPeriodEnd),
+			Plan: Plan{Key: r.PlanKey, Name: r.PlanName, id: r.PlanID, tier: r.PlanTier},
+		}
+		e.Subscriptions = append(e.Subscriptions, sub)
+		if !sub.Entitling(e.At) {
+			continue
+		}
+		plans = append(plans, sub.Plan)
+		if e.governing == nil || sub.Plan.tier > e.governing.Plan.tier {
+			g := sub
+			e.governing = &g
+		}
+	}
+	if e.governing != nil {
+		e.plan = &e.governing.Plan
+	} else {
+		def, err := q.DefaultPlan(ctx)
+		switch {
+		case err == nil:
+			e.plan = &Plan{Key: def.Key, Name: def.Name, id: def.ID, tier: def.Tier}
+			plans = append(plans, *e.plan)
+		case !errors.Is(err, sql.ErrNoRows):
+			return e, err
+		}
+	}
+	seen := map[int64]bool{}
+	for _, p := range plans {
+		if seen[p.id] {
+			continue
+		}
+		seen[p.id] = true
+		values, err := q.PlanEntitlements(ctx, p.id)
+		if err != nil {
+			return e, err
+		}
+		for _, v := range values {
+			e.Effective[v.Name] = combine(e.Effective[v.Name], decodeEntitlementValue(v.Value))
+		}
+	}
+	return e, nil
+}
+
+func combine(a, b any) any {
+	switch x := a.(type) {
+	case bool:
+		if y, ok := b.(bool); ok {
+			return x || y
+		}
+	case int64:
+		if y, ok := b.(int64); ok {
+			return max(x, y)
+		}
+		return x // a number outranks a boolean for the same name
+	}
+	return b
+}
+
+// Usage is a counter after recording.
+type Usage struct {
+	Name      string    `json:"name"`
+	Used      int64     `json:"used"`
+	Limit     int64     `json:"limit"`
+	Remaining int64     `json:"remaining"`
+	PeriodEnd time.Time `json:"period_end"`
+}
+
+var (
+	// ErrNotEntitled: the user's plan has no limit of that name.
+	ErrNotEntitled = errors.New("not entitled")
+	// ErrLimitExceeded: the amount would take the counter past the limit; nothing changed.
+	ErrLimitExceeded = errors.New("limit exceeded")
+	// ErrInvalidAmount: amounts are whole numbers above zero.
+	ErrInvalidAmount = errors.New("amount must be at least 1")
+)
+
+// RecordUsage adds amount to the user's counter for name in the current period, refusing
+// without change when that would pass the limit. Concurrent callers never overshoot: the
+// check and the add are one conditional upsert.
+func (s *Service) RecordUsage(ctx context.Context, userID, name string, amount int64) (Usage, error) {
+	if amount < 1 {
+		return Usage{}, ErrInvalidAmount
+	}
+	e, err := s.Entitlements(ctx, userID)
+	if err != nil {
+		return Usage{}, err
+	}
+	limit, ok := e.Limit(name)
+	if !ok || limit <= 0 {
+		return Usage{}, ErrNotEntitled
+	}
+	u := Usage{Name: name, Limit: limit, PeriodEnd: e.UsagePeriodEnd()}
+	if amount > limit {
+		return u, ErrLimitExceeded
+	}
+	used, err := dbq.New(s.db).AddUsage(ctx, dbq.AddUsageParams{
+		UserID: userID, Name: name, PeriodEnd: u.PeriodEnd, Amount: amount, MaxUsed: limit, Now: s.now(),
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return u, ErrLimitExceeded
+	}
+	if err != nil {
+		return u, err
+	}
+	u.Used, u.Remaining = used, limit-used
+	return u, nil
+}
+
+// UsedThisPeriod is the user's counter for name in the current period (0 when unused).
+func (s *Service) UsedThisPeriod(ctx context.Context, e Entitlements, name string) (int64, error) {
+	used, err := dbq.New(s.db).GetUsage(ctx, dbq.GetUsageParams{UserID: e.UserID, Name: name, PeriodEnd: e.UsagePeriodEnd()})
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return used, err
+}

@@ -1,0 +1,586 @@
+package billing
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"time"
+
+	"tollgate/internal/db/dbq"
+)
+
+// Canonical subscription statuses (SPEC 3).
+const (
+	StatusActive    = "active"
+	StatusTrialing  = "trialing"
+	StatusPastDue   = "past_due"
+	StatusCancelled = "cancelled"
+	StatusExpired   = "expired"
+	StatusRefunded  = "refunded"
+)
+
+// Processing outcomes, as logged and counted.
+const (
+	outcomeApplied    = "applied"
+	outcomeDuplicate  = "duplicate"
+	outcomeStale      = "stale"
+	outcomeIgnored    = "ignored"
+	outcomeUnresolved = "unresolved"
+	outcomeInvalid    = "invalid"
+)
+
+const (
+	webSubscriptionCreated = "customer.subscription.created"
+	webSubscriptionUpdated = "customer.subscription.updated"
+	webSubscriptionDeleted = "customer.subscription.deleted"
+	webInvoicePaid         = "invoice.payment_succeeded"
+)
+
+// mobileRank orders mobile event types that carry the same timestamp: a later stage of a
+// subscription's life wins the tie. Only these seven types are handled.
+var mobileRank = map[string]int{
+	"subscription_started":      1,
+	"subscription_renewed":      1,
+	"non_subscription_purchase": 1,
+	"access_level_updated":      1,
+	"subscription_cancelled":    2,
+	"subscription_expired":      3,
+	"subscription_refunded":     3,
+}
+
+// processEvent runs the provider's processor over a stored event and marks it processed.
+// A permanent error is stored on the event; any other error is returned so the transaction
+// rolls back and the provider retries.
+func (s *Service) processEvent(ctx context.Context, q *dbq.Queries, rowID, provider, eventID string, body []byte) (string, error) {
+	var outcome string
+	var err error
+	switch provider {
+	case ProviderWeb:
+		outcome, err = s.processWeb(ctx, q, eventID, body)
+	case ProviderMobile:
+		outcome, err = s.processMobile(ctx, q, eventID, body)
+	}
+	var perm permanentError
+	processingError := sql.NullString{}
+	switch {
+	case errors.As(err, &perm):
+		outcome = outcomeInvalid
+		processingError = sql.NullString{String: perm.msg, Valid: true}
+		s.log.WarnContext(ctx, "webhook event cannot be processed", "provider", provider, "event_id", eventID, "error", perm.msg)
+	case err != nil:
+		return "", err
+	}
+	if err := q.MarkEventProcessed(ctx, dbq.MarkEventProcessedParams{ID: rowID, ProcessedAt: nullTime(ptr(s.now())), ProcessingError: processingError}); err != nil {
+		return "", err
+	}
+	return outcome, nil
+}
+
+// webSnapshot is what provider_subscriptions.state holds for a web subscription: the
+// object of the last applied subscription event and that event's previous_attributes.
+type webSnapshot struct {
+	Object             json.RawMessage            `json:"object"`
+	PreviousAttributes map[string]json.RawMessage `json:"previous_attributes,omitempty"`
+}
+
+func (s *Service) processWeb(ctx context.Context, q *dbq.Queries, eventID string, body []byte) (string, error) {
+	var ev webEvent
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return "", permanent("web event: %v", jsonProblem(err))
+	}
+	switch ev.Type {
+	case webSubscriptionCreated, webSubscriptionUpdated, webSubscriptionDeleted:
+		return s.applyWebSubscription(ctx, q, ev)
+	case webInvoicePaid:
+		return s.applyWebInvoice(ctx, q, ev)
+	}
+	s.log.InfoContext(ctx, "webhook event type ignored", "provider", ProviderWeb, "event_id", eventID, "event_type", ev.Type)
+	return outcomeIgnored, nil
+}
+
+func (s *Service) applyWebSubscription(ctx context.Context, q *dbq.Queries, ev webEvent) (string, error) {
+	sub, err := decodeWebSubscription(ev.Data.Object)
+	if err != nil {
+		return "", err
+	}
+	ps, err := q.LockProviderSubscription(ctx, dbq.LockProviderSubscriptionParams{Provider: ProviderWeb, ProviderSubscriptionID: sub.ID, Now: s.now()})
+	if err != nil {
+		return "", err
+	}
+	incoming := webSnapshot{Object: ev.Data.Object, PreviousAttributes: ev.Data.PreviousAttributes}
+	at := time.Unix(ev.Created, 0).UTC()
+
+	outcome := outcomeApplied
+	switch {
+	case ps.LastEventID.String == ev.ID:
+		outcome = outcomeDuplicate
+	case !webSupersedes(ev.Type, at, incoming, ps):
+		outcome = outcomeStale
+	default:
+		state, err := json.Marshal(incoming)
+		if err != nil {
+			return "", err
+		}
+		ps.State = string(state)
+		ps.ProviderCustomerID = nullString(string(sub.Customer))
+		ps.LastEventID, ps.LastEventType, ps.LastEventAt = nullString(ev.ID), nullString(ev.Type), nullTime(&at)
+		if err := s.saveProviderSubscription(ctx, q, ps); err != nil {
+			return "", err
+		}
+	}
+	// Materialising again on a duplicate or stale event is idempotent, and lets a replay
+	// complete an event that was unresolved when it first arrived.
+	return s.materialiseWeb(ctx, q, ps, outcome)
+}
+
+// webSupersedes says whether an incoming subscription event replaces the stored snapshot.
+// Later events win. Within one second, which is common (a checkout emits created and
+// updated together), a created never replaces anything, a deleted always does, and an
+// updated applies unless the stored snapshot is provably its successor. A deleted snapshot
+// is final: only another deleted replaces it.
+func webSupersedes(eventType string, at time.Time, incoming webSnapshot, ps providerSubscription) bool {
+	if !ps.LastEventID.Valid {
+		return true
+	}
+	stored := ps.LastEventType.String
+	switch {
+	case eventType == webSubscriptionDeleted:
+		return true
+	case stored == webSubscriptionDeleted, eventType == webSubscriptionCreated:
+		return false
+	case at.After(ps.LastEventAt.Time):
+		return true
+	case at.Before(ps.LastEventAt.Time):
+		return false
+	}
+	// An updated in the same second as the stored created or updated.
+	if stored == webSubscriptionCreated {
+		return true
+	}
+	var current webSnapshot
+	if json.Unmarshal([]byte(ps.State), &current) != nil {
+		return true
+	}
+	if attributesAgree(incoming.PreviousAttributes, current.Object) {
+		return true // the incoming event continues from the stored state
+	}
+	if attributesAgree(current.PreviousAttributes, incoming.Object) {
+		return false // the stored event already continued from the incoming state
+	}
+	return true // nothing tells them apart: the later arrival wins
+}
+
+// attributesAgree reports whether every previous attribute has that value in object.
+func attributesAgree(previous map[string]json.RawMessage, object json.RawMessage) bool {
+	if len(previous) == 0 {
+		return false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(object, &fields) != nil {
+		return false
+	}
+	for key, want := range previous {
+		var a, b any
+		if json.Unmarshal(want, &a) != nil {
+			return false
+		}
+		if got, ok := fields[key]; ok && json.Unmarshal(got, &b) != nil {
+			return false
+		}
+		if !reflect.DeepEqual(a, b) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Service) applyWebInvoice(ctx context.Context, q *dbq.Queries, ev webEvent) (string, error) {
+	inv, err := decodeWebInvoice(ev.Data.Object)
+	if err != nil {
+		return "", err
+	}
+	subID := inv.subscriptionID()
+	if subID == "" {
+		s.log.InfoContext(ctx, "invoice without subscription ignored", "provider", ProviderWeb, "event_id", ev.ID)
+		return outcomeIgnored, nil
+	}
+	paid := inv.paidThrough()
+	if paid == nil {
+		return "", permanent("invoice %s has no line periods", inv.ID)
+	}
+	ps, err := q.LockProviderSubscription(ctx, dbq.LockProviderSubscriptionParams{Provider: ProviderWeb, ProviderSubscriptionID: subID, Now: s.now()})
+	if err != nil {
+		return "", err
+	}
+	at := time.Unix(ev.Created, 0).UTC()
+	// Both are running maxima, so invoices combine the same way in any order.
+	outcome := outcomeDuplicate
+	if !ps.PaidThrough.Valid || paid.After(ps.PaidThrough.Time) {
+		ps.PaidThrough, outcome = nullTime(paid), outcomeApplied
+	}
+	if !ps.PaidEventAt.Valid || at.After(ps.PaidEventAt.Time) {
+		ps.PaidEventAt, outcome = nullTime(&at), outcomeApplied
+	}
+	if outcome == outcomeApplied {
+		if err := s.saveProviderSubscription(ctx, q, ps); err != nil {
+			return "", err
+		}
+	}
+	if !ps.LastEventID.Valid {
+		return outcome, nil // no subscription event yet: it will pick the payment up
+	}
+	return s.materialiseWeb(ctx, q, ps, outcome)
+}
+
+// materialiseWeb writes the canonical subscription for the stored web snapshot.
+func (s *Service) materialiseWeb(ctx context.Context, q *dbq.Queries, ps providerSubscription, outcome string) (string, error) {
+	var snap webSnapshot
+	if err := json.Unmarshal([]byte(ps.State), &snap); err != nil {
+		return "", err
+	}
+	sub, err := decodeWebSubscription(snap.Object)
+	if err != nil {
+		return "", err
+	}
+	status, periodEnd, err := webCanonical(sub, ps.LastEventAt.Time, timePtr(ps.PaidThrough), timePtr(ps.PaidEventAt))
+	if err != nil {
+		return "", err
+	}
+	customerID, ok, err := s.resolveWebCustomer(ctx, q, sub)
+	if err != nil || !ok {
+		return outcomeUnresolvedOr(outcome, ok), err
+	}
+	plan, ok, err := s.resolvePlan(ctx, q, ProviderWeb, sub.priceIDs())
+	if err != nil || !ok {
+		return outcomeUnresolvedOr(outcome, ok), err
+	}
+	return outcome, q.UpsertSubscription(ctx, dbq.UpsertSubscriptionParams{
+		ProviderSubscriptionID: ps.ID, BillingCustomerID: customerID, PlanID: plan, Provider: ProviderWeb,
+		Status: status, CurrentPeriodEnd: nullTime(periodEnd), Now: s.now(),
+	})
+}
+
+// webCanonical maps a web subscription snapshot, and the payments seen for it, to the
+// canonical status and access horizon (DESIGN §4.5). Times come from the events, never
+// from the clock, so the result does not depend on when or in which order events arrive.
+func webCanonical(sub webSubscription, snapshotAt time.Time, paidThrough, paidAt *time.Time) (string, *time.Time, error) {
+	end := sub.periodEnd()
+	var status string
+	var horizon *time.Time
+	switch sub.Status {
+	case "trialing":
+		status, horizon = StatusTrialing, firstTime(unixPtr(sub.TrialEnd), end)
+	case "active":
+		if sub.CancelAtPeriodEnd || sub.CancelAt != nil {
+			status, horizon = StatusCancelled, firstTime(unixPtr(sub.CancelAt), end)
+		} else {
+			status, horizon = StatusActive, end
+		}
+	case "past_due":
+		status, horizon = StatusPastDue, end
+	case "incomplete":
+		// Awaiting the first payment: present but never entitling until it is paid.
+		start := sub.StartDate
+		if start == 0 {
+			start = sub.Created
+		}
+		status, horizon = StatusPastDue, firstTime(unixPtr(&start), &snapshotAt)
+	case "incomplete_expired", "unpaid", "paused":
+		status, horizon = StatusExpired, &snapshotAt
+	case "canceled":
+		status, horizon = StatusExpired, firstTime(unixPtr(sub.EndedAt), unixPtr(sub.CanceledAt), &snapshotAt)
+	default:
+		return "", nil, permanent("subscription %s has unknown status %q", sub.ID, sub.Status)
+	}
+	if paidThrough != nil && status != StatusExpired {
+		if status == StatusPastDue && !paidAt.Before(snapshotAt) {
+			status = StatusActive
+		}
+		if horizon != nil && paidThrough.After(*horizon) {
+			horizon = paidThrough
+		}
+	}
+	return status, horizon, nil
+}
+
+func (s *Service) resolveWebCustomer(ctx context.Context, q *dbq.Queries, sub webSubscription) (int64, bool, error) {
+	if sub.Customer != "" {
+		c, err := q.GetCustomerByWebID(ctx, nullString(string(sub.Customer)))
+		if err == nil {
+			return c.ID, true, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return 0, false, err
+		}
+	}
+	userID := sub.userID()
+	if !isUUID(userID) {
+		s.log.InfoContext(ctx, "unresolved web customer", "provider", ProviderWeb, "customer_id", string(sub.Customer), "subscription_id", sub.ID)
+		return 0, false, nil
+	}
+	c, err := q.UpsertCustomer(ctx, dbq.UpsertCustomerParams{UserID: userID, Now: s.now()})
+	if err != nil {
+		return 0, false, err
+	}
+	if sub.Customer != "" && !c.WebCustomerID.Valid {
+		if err := q.LinkWebCustomer(ctx, dbq.LinkWebCustomerParams{ID: c.ID, WebCustomerID: nullString(string(sub.Customer)), Now: s.now()}); err != nil {
+			return 0, false, err
+		}
+	}
+	return c.ID, true, nil
+}
+
+// resolvePlan finds the highest-tier plan that sells any of the price (or product) ids.
+func (s *Service) resolvePlan(ctx context.Context, q *dbq.Queries, provider string, priceIDs []string) (int64, bool, error) {
+	var best *dbq.PlanForPriceRow
+	for _, id := range priceIDs {
+		plan, err := q.PlanForPrice(ctx, dbq.PlanForPriceParams{Provider: provider, PriceID: id})
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		if best == nil || plan.Tier > best.Tier {
+			best = &plan
+		}
+	}
+	if best == nil {
+		s.log.InfoContext(ctx, "unmapped price or product", "provider", provider, "price_ids", priceIDs)
+		return 0, false, nil
+	}
+	return best.ID, true, nil
+}
+
+// mobileState is what provider_subscriptions.state holds for a mobile subscription: the
+// canonical result of the last applied event and the ids needed to materialise it.
+type mobileState struct {
+	Status         string     `json:"status"`
+	PeriodEnd      *time.Time `json:"period_end"`
+	ProductID      string     `json:"product_id"`
+	CustomerUserID string     `json:"customer_user_id"`
+}
+
+func (s *Service) processMobile(ctx context.Context, q *dbq.Queries, eventID string, body []byte) (string, error) {
+	ev, at, err := decodeMobileEvent(body)
+	if err != nil {
+		return "", err
+	}
+	eventType := ev.EventType
+	if handled, ok := s.mobileAliases[eventType]; ok {
+		eventType = handled
+	}
+	if _, ok := mobileRank[eventType]; !ok {
+		s.log.InfoContext(ctx, "webhook event type ignored", "provider", ProviderMobile, "event_id", eventID, "event_type", ev.EventType)
+		return outcomeIgnored, nil
+	}
+	key := ev.subscriptionKey()
+	if key == "" {
+		return "", permanent("mobile event has no transaction or profile id")
+	}
+	ps, err := q.LockProviderSubscription(ctx, dbq.LockProviderSubscriptionParams{Provider: ProviderMobile, ProviderSubscriptionID: key, Now: s.now()})
+	if err != nil {
+		return "", err
+	}
+	var current mobileState
+	if ps.LastEventID.Valid {
+		if err := json.Unmarshal([]byte(ps.State), &current); err != nil {
+			return "", err
+		}
+	}
+
+	outcome := outcomeApplied
+	switch {
+	case ps.LastEventID.String == eventID:
+		outcome = outcomeDuplicate
+	case !mobileSupersedes(eventType, at, ps):
+		outcome = outcomeStale
+	default:
+		next, err := mobileCanonical(eventType, ev, at, current)
+		if err != nil {
+			return "", err
+		}
+		state, err := json.Marshal(next)
+		if err != nil {
+			return "", err
+		}
+		ps.State = string(state)
+		ps.ProviderCustomerID = nullString(ev.ProfileID)
+		ps.LastEventID, ps.LastEventType, ps.LastEventAt = nullString(eventID), nullString(eventType), nullTime(&at)
+		if err := s.saveProviderSubscription(ctx, q, ps); err != nil {
+			return "", err
+		}
+		current = next
+	}
+	if !ps.LastEventID.Valid {
+		return outcome, nil
+	}
+	return s.materialiseMobile(ctx, q, ps.ID, current, outcome)
+}
+
+// mobileSupersedes: later events win; at the same instant the later stage of life wins,
+// and between equals the later arrival.
+func mobileSupersedes(eventType string, at time.Time, ps providerSubscription) bool {
+	switch {
+	case !ps.LastEventID.Valid, at.After(ps.LastEventAt.Time):
+		return true
+	case at.Before(ps.LastEventAt.Time):
+		return false
+	}
+	return mobileRank[eventType] >= mobileRank[ps.LastEventType.String]
+}
+
+// mobileCanonical maps one mobile event onto the subscription's state (DESIGN §4.5).
+func mobileCanonical(eventType string, ev mobileEvent, at time.Time, current mobileState) (mobileState, error) {
+	p := ev.EventProperties
+	next := current
+	if p.VendorProductID != "" {
+		next.ProductID = p.VendorProductID
+	}
+	if ev.CustomerUserID != nil && *ev.CustomerUserID != "" {
+		next.CustomerUserID = *ev.CustomerUserID
+	}
+	subscriptionExpires, err := optionalMobileTime("subscription_expires_at", p.SubscriptionExpiresAt)
+	if err != nil {
+		return next, err
+	}
+	expires, err := optionalMobileTime("expires_at", p.ExpiresAt)
+	if err != nil {
+		return next, err
+	}
+	switch eventType {
+	case "subscription_started", "subscription_renewed":
+		next.Status, next.PeriodEnd = StatusActive, subscriptionExpires
+	case "subscription_cancelled":
+		next.Status = StatusCancelled
+		if subscriptionExpires != nil {
+			next.PeriodEnd = subscriptionExpires
+		}
+	case "subscription_expired":
+		next.Status, next.PeriodEnd = StatusExpired, &at
+	case "subscription_refunded":
+		next.Status, next.PeriodEnd = StatusRefunded, &at
+	case "non_subscription_purchase":
+		next.Status, next.PeriodEnd = StatusActive, firstTime(expires, subscriptionExpires)
+		if p.IsLifetime != nil && *p.IsLifetime {
+			next.PeriodEnd = nil
+		}
+	case "access_level_updated":
+		next.PeriodEnd = firstTime(expires, subscriptionExpires)
+		switch {
+		case isTrue(p.IsRefund):
+			next.Status = StatusRefunded
+		case p.IsActive != nil && !*p.IsActive:
+			next.Status = StatusExpired
+		case isTrue(p.IsInGracePeriod):
+			next.Status = StatusPastDue
+		case p.WillRenew != nil && !*p.WillRenew:
+			next.Status = StatusCancelled
+		default:
+			next.Status = StatusActive
+		}
+		if isTrue(p.IsLifetime) {
+			next.PeriodEnd = nil
+		}
+	}
+	if (next.Status == StatusExpired || next.Status == StatusRefunded) && next.PeriodEnd == nil {
+		next.PeriodEnd = &at
+	}
+	return next, nil
+}
+
+func (s *Service) materialiseMobile(ctx context.Context, q *dbq.Queries, providerSubscriptionID int64, state mobileState, outcome string) (string, error) {
+	if !isUUID(state.CustomerUserID) {
+		s.log.InfoContext(ctx, "unresolved mobile customer", "provider", ProviderMobile, "customer_user_id", state.CustomerUserID)
+		return outcomeUnresolved, nil
+	}
+	plan, ok, err := s.resolvePlan(ctx, q, ProviderMobile, []string{state.ProductID})
+	if err != nil || !ok {
+		return outcomeUnresolvedOr(outcome, ok), err
+	}
+	c, err := q.UpsertCustomer(ctx, dbq.UpsertCustomerParams{UserID: state.CustomerUserID, Now: s.now()})
+	if err != nil {
+		return "", err
+	}
+	return outcome, q.UpsertSubscription(ctx, dbq.UpsertSubscriptionParams{
+		ProviderSubscriptionID: providerSubscriptionID, BillingCustomerID: c.ID, PlanID: plan, Provider: ProviderMobile,
+		Status: state.Status, CurrentPeriodEnd: nullTime(state.PeriodEnd), Now: s.now(),
+	})
+}
+
+// providerSubscription is a locked provider_subscriptions row being worked on.
+type providerSubscription = dbq.LockProviderSubscriptionRow
+
+func (s *Service) saveProviderSubscription(ctx context.Context, q *dbq.Queries, ps providerSubscription) error {
+	return q.SaveProviderSubscription(ctx, dbq.SaveProviderSubscriptionParams{
+		ID: ps.ID, ProviderCustomerID: ps.ProviderCustomerID, State: ps.State,
+		LastEventID: ps.LastEventID, LastEventType: ps.LastEventType, LastEventAt: ps.LastEventAt,
+		PaidThrough: ps.PaidThrough, PaidEventAt: ps.PaidEventAt, Now: s.now(),
+	})
+}
+
+func outcomeUnresolvedOr(outcome string, resolved bool) string {
+	if resolved {
+		return outcome
+	}
+	return outcomeUnresolved
+}
+
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if r != '-' {
+				return false
+			}
+		case r >= '0' && r <= '9', r >= 'a' && r <= 'f', r >= 'A' && r <= 'F':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+func unixPtr(sec *int64) *time.Time {
+	if sec == nil || *sec == 0 {
+		return nil
+	}
+	return unixTime(*sec)
+}
+
+func firstTime(ts ...*time.Time) *time.Time {
+	for _, t := range ts {
+		if t != nil {
+			return t
+		}
+	}
+	return nil
+}
+
+func timePtr(t sql.NullTime) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	u := t.Time.UTC()
+	return &u
+}
+
+func nullTime(t *time.Time) sql.NullTime {
+	if t == nil {
+		return sql.NullTime{}
+	}
+	return sql.NullTime{Time: t.UTC(), Valid: true}
+}
+
+func nullString(s string) sql.NullString {
+	return sql.NullString{String: s, Valid: s != ""}
+}
+
+func ptr[T any](v T) *T { return &v }

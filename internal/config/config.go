@@ -1,0 +1,246 @@
+// Package config turns the process environment into one validated Config value.
+// Every problem is reported at once, naming the variable, and no secret value is ever
+// part of an error message.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Environments.
+const (
+	Development = "development"
+	Test        = "test"
+	Production  = "production"
+)
+
+// Web ingestion modes (SPEC 4.4).
+const (
+	IngestWebhook    = "webhook"
+	IngestSyncEngine = "sync_engine"
+)
+
+// Config is parsed once at start-up and passed down by value.
+type Config struct {
+	Env       string
+	Addr      string
+	PublicURL string
+
+	DatabaseURL string
+	AutoMigrate bool
+
+	AuthURL         string
+	AuthAPIKey      string
+	AuthJWKSURL     string
+	AuthJWTIssuer   string
+	AuthJWTAudience string
+	AuthJWTSecret   string
+
+	WebWebhookSecret    string
+	MobileWebhookSecret string
+	WebIngestion        string
+	SyncEngineSchema    string
+	BillingMount        string
+	WebhookMaxBody      int64
+	MobileEventAliases  map[string]string
+	PlansFile           string
+
+	CORSOrigins      []string
+	SwaggerUIEnabled bool
+	OAuthProviders   []string
+	RedisURL         string
+	TrustedProxies   []netip.Prefix
+
+	LogLevel  slog.Level
+	LogFormat string
+}
+
+// Load reads the configuration through getenv. It returns every problem found, joined.
+func Load(getenv func(string) string) (Config, error) {
+	var errs []error
+	get := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	fail := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	}
+	boolean := func(name string, def bool) bool {
+		raw := get(name, "")
+		if raw == "" {
+			return def
+		}
+		v, err := strconv.ParseBool(raw)
+		if err != nil {
+			fail(name, "want true or false, got %q", raw)
+			return def
+		}
+		return v
+	}
+
+	c := Config{Env: get("APP_ENV", Development)}
+	switch c.Env {
+	case Development, Test, Production:
+	default:
+		fail("APP_ENV", "want development, test or production, got %q", c.Env)
+	}
+	dev := c.Env != Production
+
+	c.Addr = get("ADDR", "")
+	if c.Addr == "" {
+		c.Addr = ":" + get("PORT", "8080")
+	}
+	c.PublicURL = strings.TrimRight(get("PUBLIC_URL", "http://localhost:8080"), "/")
+	c.DatabaseURL = get("DATABASE_URL", "sqlite:tollgate.db")
+	if !strings.HasPrefix(c.DatabaseURL, "sqlite:") && !strings.HasPrefix(c.DatabaseURL, "postgres://") &&
+		!strings.HasPrefix(c.DatabaseURL, "postgresql://") {
+		// The value may hold a password: name the variable, not the value.
+		fail("DATABASE_URL", "want sqlite:PATH or a postgres:// URL")
+	}
+	c.AutoMigrate = boolean("AUTO_MIGRATE", true)
+
+	c.AuthURL = strings.TrimRight(get("AUTH_URL", ""), "/")
+	c.AuthAPIKey = get("AUTH_API_KEY", "")
+	c.AuthJWKSURL = get("AUTH_JWKS_URL", "")
+	if c.AuthJWKSURL == "" && c.AuthURL != "" {
+		c.AuthJWKSURL = c.AuthURL + "/.well-known/jwks.json"
+	}
+	c.AuthJWTIssuer = get("AUTH_JWT_ISSUER", c.AuthURL)
+	c.AuthJWTAudience = get("AUTH_JWT_AUDIENCE", "authenticated")
+	c.AuthJWTSecret = get("AUTH_JWT_SECRET", "")
+
+	c.WebIngestion = get("WEB_INGESTION", IngestWebhook)
+	switch c.WebIngestion {
+	case IngestWebhook, IngestSyncEngine:
+	default:
+		fail("WEB_INGESTION", "want webhook or sync_engine, got %q", c.WebIngestion)
+	}
+	c.WebWebhookSecret = get("WEB_WEBHOOK_SECRET", "")
+	if c.WebWebhookSecret == "" && c.WebIngestion != IngestSyncEngine {
+		fail("WEB_WEBHOOK_SECRET", "is required unless WEB_INGESTION=sync_engine")
+	}
+	c.MobileWebhookSecret = get("MOBILE_WEBHOOK_SECRET", "")
+	if c.MobileWebhookSecret == "" {
+		fail("MOBILE_WEBHOOK_SECRET", "is required")
+	}
+	c.SyncEngineSchema = get("SYNC_ENGINE_SCHEMA", "stripe")
+	if !isIdentifier(c.SyncEngineSchema) {
+		fail("SYNC_ENGINE_SCHEMA", "want a plain SQL identifier, got %q", c.SyncEngineSchema)
+	}
+	c.BillingMount = strings.Trim(get("BILLING_MOUNT", "billing"), "/")
+	if c.BillingMount == "" || strings.ContainsAny(c.BillingMount, "/?#{} ") {
+		fail("BILLING_MOUNT", "want a single path segment, got %q", c.BillingMount)
+	}
+	maxBody, err := ParseSize(get("WEBHOOK_MAX_BODY", "1MiB"))
+	if err != nil {
+		fail("WEBHOOK_MAX_BODY", "%v", err)
+	}
+	c.WebhookMaxBody = maxBody
+	c.MobileEventAliases, err = parseAliases(get("MOBILE_EVENT_ALIASES", "subscription_renewal_cancelled=subscription_cancelled"))
+	if err != nil {
+		fail("MOBILE_EVENT_ALIASES", "%v", err)
+	}
+	c.PlansFile = get("PLANS_FILE", "config/plans.yml")
+
+	if raw := get("CORS_ORIGINS", ""); raw != "" {
+		c.CORSOrigins = splitList(raw)
+	}
+	c.SwaggerUIEnabled = boolean("SWAGGER_UI_ENABLED", dev)
+	c.OAuthProviders = splitList(get("OAUTH_PROVIDERS", ""))
+	c.RedisURL = get("REDIS_URL", "")
+	for _, raw := range splitList(get("TRUSTED_PROXIES", "")) {
+		p, err := netip.ParsePrefix(raw)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(raw)
+			if aerr != nil {
+				fail("TRUSTED_PROXIES", "%q is not a CIDR or address", raw)
+				continue
+			}
+			p = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+	}
+
+	if err := c.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL", "info"))); err != nil {
+		fail("LOG_LEVEL", "want debug, info, warn or error")
+	}
+	defFormat := "text"
+	if !dev {
+		defFormat = "json"
+	}
+	c.LogFormat = get("LOG_FORMAT", defFormat)
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		fail("LOG_FORMAT", "want text or json, got %q", c.LogFormat)
+	}
+	return c, errors.Join(errs...)
+}
+
+// ParseSize reads a byte count such as 1048576, 512KiB, 1MiB or 2MB.
+func ParseSize(raw string) (int64, error) {
+	units := []struct {
+		suffix string
+		factor int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000_000}, {"GB", 1000_000_000}, {"B", 1}}
+	s := strings.TrimSpace(raw)
+	factor := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, factor = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.factor
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > (1<<40)/factor {
+		return 0, fmt.Errorf("want a positive size such as 1MiB, got %q", raw)
+	}
+	return n * factor, nil
+}
+
+func parseAliases(raw string) (map[string]string, error) {
+	aliases := map[string]string{}
+	for _, pair := range splitList(raw) {
+		from, to, ok := strings.Cut(pair, "=")
+		from, to = strings.TrimSpace(from), strings.TrimSpace(to)
+		if !ok || from == "" || to == "" {
+			return nil, fmt.Errorf("want received=handled pairs, got %q", pair)
+		}
+		aliases[from] = to
+	}
+	return aliases, nil
+}
+
+func splitList(raw string) []string {
+	var out []string
+	for _, part := range strings.Split(raw, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+func isIdentifier(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ShutdownGrace is how long in-flight requests get to finish after SIGTERM.
+const ShutdownGrace = 25 * time.Second

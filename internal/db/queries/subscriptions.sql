@@ -1,0 +1,60 @@
+-- name: GetCustomerByWebID :one
+select id, user_id from billing_customers where web_customer_id = sqlc.arg(web_customer_id);
+
+-- name: UpsertCustomer :one
+insert into billing_customers (user_id, created_at, updated_at)
+values (sqlc.arg(user_id), sqlc.arg(now), sqlc.arg(now))
+on conflict (user_id) do update set user_id = excluded.user_id
+returning id, web_customer_id;
+
+-- name: LinkWebCustomer :exec
+-- Only a customer not yet linked is linked; an existing link is never moved.
+update billing_customers set web_customer_id = sqlc.arg(web_customer_id), updated_at = sqlc.arg(now)
+where id = sqlc.arg(id) and web_customer_id is null;
+
+-- name: PlanForPrice :one
+select p.id, p.key, p.tier from plan_prices pp join plans p on p.id = pp.plan_id
+where pp.provider = sqlc.arg(provider) and pp.price_id = sqlc.arg(price_id);
+
+-- name: LockProviderSubscription :one
+-- Creates the row if needed and, on Postgres, holds its row lock until the transaction ends,
+-- so that events for one subscription are applied one at a time (SQLite has one writer anyway).
+insert into provider_subscriptions (provider, provider_subscription_id, created_at, updated_at)
+values (sqlc.arg(provider), sqlc.arg(provider_subscription_id), sqlc.arg(now), sqlc.arg(now))
+on conflict (provider, provider_subscription_id) do update set provider_subscription_id = excluded.provider_subscription_id
+returning id, provider_customer_id, state, last_event_id, last_event_type, last_event_at, paid_through, paid_event_at;
+
+-- name: SaveProviderSubscription :exec
+update provider_subscriptions
+set provider_customer_id = sqlc.narg(provider_customer_id),
+    state = sqlc.arg(state),
+    last_event_id = sqlc.narg(last_event_id),
+    last_event_type = sqlc.narg(last_event_type),
+    last_event_at = sqlc.narg(last_event_at),
+    paid_through = sqlc.narg(paid_through),
+    paid_event_at = sqlc.narg(paid_event_at),
+    updated_at = sqlc.arg(now)
+where id = sqlc.arg(id);
+
+-- name: UpsertSubscription :exec
+insert into subscriptions (provider_subscription_id, billing_customer_id, plan_id, provider, status, current_period_end, created_at, updated_at)
+values (sqlc.arg(provider_subscription_id), sqlc.arg(billing_customer_id), sqlc.arg(plan_id), sqlc.arg(provider), sqlc.arg(status), sqlc.narg(current_period_end), sqlc.arg(now), sqlc.arg(now))
+on conflict (provider_subscription_id) do update
+set billing_customer_id = excluded.billing_customer_id,
+    plan_id = excluded.plan_id,
+    status = excluded.status,
+    current_period_end = excluded.current_period_end,
+    updated_at = excluded.updated_at;
+
+-- name: GetSubscription :one
+select s.status, s.current_period_end, s.plan_id, s.billing_customer_id
+from subscriptions s join provider_subscriptions ps on ps.id = s.provider_subscription_id
+where ps.provider = sqlc.arg(provider) and ps.provider_subscription_id = sqlc.arg(provider_subscription_id);
+
+-- name: ListUserSubscriptions :many
+select s.provider, s.status, s.current_period_end, s.updated_at, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier
+from subscriptions s
+join billing_customers c on c.id = s.billing_customer_id
+join plans p on p.id = s.plan_id
+where c.user_id = sqlc.arg(user_id)
+order by s.updated_at desc, s.id desc;
