@@ -1,0 +1,217 @@
+package billing
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tollgate/internal/db"
+)
+
+const (
+	testWebSecret    = "whsec_test_secret"
+	testMobileSecret = "mobile-test-secret"
+	// fixtureUserWeb is the identity user behind the web fixtures (metadata.user_id) and
+	// subscription_started.json (customer_user_id).
+	fixtureUser = "5a4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d"
+)
+
+// fixtureNow lies inside the fixtures' first billing period (2026-10-01 .. 2026-11-01).
+var fixtureNow = time.Date(2026, 10, 15, 12, 0, 0, 0, time.UTC)
+
+const testPlansYAML = `
+plans:
+  free:
+    name: Free
+    default: true
+    entitlements:
+      - {name: projects, value: 1}
+  pro:
+    name: Pro
+    entitlements:
+      - {name: projects, value: 10}
+      - {name: exports, value: true}
+    web_prices: [price_1TESTmonthlyPro000001, price_old_shape]
+    mobile_products: [com.example.app.pro.monthly, pro_subscription]
+`
+
+// harness is the billing handler tree over a real database, with a settable clock and a
+// log that tests can read.
+type harness struct {
+	t       testing.TB
+	db      *db.DB
+	svc     *Service
+	handler http.Handler
+	mu      sync.Mutex
+	now     time.Time
+	logs    *syncBuffer
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type harnessOption func(*Options)
+
+func withoutWebRoute(o *Options) { o.MountWebWebhook = false }
+
+func newHarness(t testing.TB, d *db.DB, opts ...harnessOption) *harness {
+	t.Helper()
+	h := &harness{t: t, db: d, now: fixtureNow, logs: &syncBuffer{}}
+	o := Options{
+		WebSecret: testWebSecret, MobileSecret: testMobileSecret, MaxBody: 1 << 20, MountWebWebhook: true,
+		MobileAliases: map[string]string{"subscription_renewal_cancelled": "subscription_cancelled"},
+		Clock:         h.clock,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	h.svc = New(d, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), o)
+	mux := http.NewServeMux()
+	h.svc.Routes(mux, "billing")
+	h.handler = mux
+	plans, err := ParsePlans([]byte(testPlansYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.SyncPlans(context.Background(), plans); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) clock() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.now
+}
+
+func (h *harness) setNow(t time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.now = t
+}
+
+func (h *harness) post(path string, body []byte, header http.Header) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	rec := httptest.NewRecorder()
+	h.handler.ServeHTTP(rec, req)
+	return rec
+}
+
+func (h *harness) sendWeb(body []byte) *httptest.ResponseRecorder {
+	return h.post("/billing/webhooks/web", body, http.Header{"Web-Signature": {SignWebHeader(testWebSecret, h.clock(), body)}})
+}
+
+func (h *harness) sendMobile(body []byte) *httptest.ResponseRecorder {
+	return h.post("/billing/webhooks/mobile", body, http.Header{"Authorization": {testMobileSecret}})
+}
+
+// mustSend delivers body and fails the test unless it is answered 200 {"received":true}.
+func (h *harness) mustSend(provider string, body []byte) {
+	h.t.Helper()
+	var rec *httptest.ResponseRecorder
+	if provider == ProviderWeb {
+		rec = h.sendWeb(body)
+	} else {
+		rec = h.sendMobile(body)
+	}
+	if rec.Code != http.StatusOK || strings.TrimSpace(rec.Body.String()) != `{"received":true}` {
+		h.t.Fatalf("%s delivery: %d %s", provider, rec.Code, rec.Body)
+	}
+}
+
+func (h *harness) countEvents() int {
+	h.t.Helper()
+	var n int
+	if err := h.db.QueryRow("select count(*) from provider_events").Scan(&n); err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}
+
+type canonicalRow struct {
+	Status    string
+	PeriodEnd *time.Time
+	Plan      string
+	UserID    string
+}
+
+// canonical reads the canonical subscription for a provider subscription id, or nil.
+func (h *harness) canonical(provider, subscriptionID string) *canonicalRow {
+	h.t.Helper()
+	var row canonicalRow
+	var end sql.NullTime
+	err := h.db.QueryRow(`select s.status, s.current_period_end, p.key, c.user_id
+		from subscriptions s
+		join provider_subscriptions ps on ps.id = s.provider_subscription_id
+		join plans p on p.id = s.plan_id
+		join billing_customers c on c.id = s.billing_customer_id
+		where ps.provider = $1 and ps.provider_subscription_id = $2`, provider, subscriptionID).Scan(&row.Status, &end, &row.Plan, &row.UserID)
+	if err == sql.ErrNoRows {
+		return nil
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	row.PeriodEnd = timePtr(end)
+	return &row
+}
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// edit decodes a JSON document, lets fn change it, and encodes it again.
+func edit(t testing.TB, body []byte, fn func(m map[string]any)) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	fn(m)
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// path walks nested objects: path(m, "data", "object") is m["data"]["object"].
+func path(m map[string]any, keys ...string) map[string]any {
+	for _, k := range keys {
+		m = m[k].(map[string]any)
+	}
+	return m
+}

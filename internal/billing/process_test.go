@@ -1,0 +1,375 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tollgate/internal/db"
+	"tollgate/internal/db/dbtest"
+)
+
+const fixtureCreated = int64(1790856000) // created second of the web fixtures
+
+// webLifecycle returns the four events of one web subscription, all rewritten to the
+// subscription id sub: created(incomplete) and updated(active) in the same second, the
+// first invoice paid a second later, and a deletion ten days on.
+func webLifecycle(t *testing.T, sub string) map[string][]byte {
+	t.Helper()
+	rename := func(name string, fn func(m map[string]any)) []byte {
+		return edit(t, fixture(t, name), func(m map[string]any) {
+			m["id"] = m["id"].(string) + "_" + sub
+			fn(m)
+		})
+	}
+	setSub := func(m map[string]any) { path(m, "data", "object")["id"] = sub }
+	deletedAt := float64(fixtureCreated + 10*86400)
+	return map[string][]byte{
+		"created": rename("web/customer.subscription.created.json", setSub),
+		"updated": rename("web/customer.subscription.updated.json", setSub),
+		"invoice": rename("web/invoice.payment_succeeded.json", func(m map[string]any) {
+			path(m, "data", "object", "parent", "subscription_details")["subscription"] = sub
+		}),
+		"deleted": rename("web/customer.subscription.updated.json", func(m map[string]any) {
+			setSub(m)
+			m["id"], m["type"] = "evt_deleted_"+sub, webSubscriptionDeleted
+			m["created"] = deletedAt
+			obj := path(m, "data", "object")
+			obj["status"], obj["ended_at"], obj["canceled_at"] = "canceled", deletedAt, deletedAt
+			delete(path(m, "data"), "previous_attributes")
+		}),
+	}
+}
+
+func permutations(items []string) [][]string {
+	if len(items) <= 1 {
+		return [][]string{append([]string{}, items...)}
+	}
+	var out [][]string
+	for i := range items {
+		rest := append(append([]string{}, items[:i]...), items[i+1:]...)
+		for _, p := range permutations(rest) {
+			out = append(out, append([]string{items[i]}, p...))
+		}
+	}
+	return out
+}
+
+func TestEveryArrivalOrderEndsInTheSameState(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		periodEnd := time.Unix(1793534400, 0).UTC()
+		endedAt := time.Unix(fixtureCreated+10*86400, 0).UTC()
+		sets := []struct {
+			events []string
+			want   canonicalRow
+		}{
+			{[]string{"created", "updated", "invoice", "deleted"}, canonicalRow{Status: StatusExpired, PeriodEnd: &endedAt, Plan: "pro", UserID: fixtureUser}},
+			{[]string{"created", "updated", "invoice"}, canonicalRow{Status: StatusActive, PeriodEnd: &periodEnd, Plan: "pro", UserID: fixtureUser}},
+			{[]string{"created", "invoice"}, canonicalRow{Status: StatusActive, PeriodEnd: &periodEnd, Plan: "pro", UserID: fixtureUser}},
+		}
+		for si, set := range sets {
+			for pi, order := range permutations(set.events) {
+				sub := fmt.Sprintf("sub_perm_%d_%d", si, pi)
+				events := webLifecycle(t, sub)
+				for _, name := range order {
+					h.mustSend(ProviderWeb, events[name])
+				}
+				// Every event again, as providers redeliver: nothing may change.
+				for _, name := range order {
+					h.mustSend(ProviderWeb, events[name])
+				}
+				got := h.canonical(ProviderWeb, sub)
+				if got == nil || got.Status != set.want.Status || !got.PeriodEnd.Equal(*set.want.PeriodEnd) ||
+					got.Plan != set.want.Plan || got.UserID != set.want.UserID {
+					t.Fatalf("order %v: got %+v, want %+v (period end %v)", order, got, set.want, *set.want.PeriodEnd)
+				}
+			}
+		}
+	})
+}
+
+func TestOlderEventNeverRegressesANewerOne(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		update := func(id string, created int64, status, previous string) []byte {
+			return edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+				m["id"], m["created"] = id, float64(created)
+				path(m, "data", "object")["status"] = status
+				path(m, "data")["previous_attributes"] = map[string]any{"status": previous}
+			})
+		}
+		newer := update("evt_newer", fixtureCreated+100, "past_due", "active")
+		older := update("evt_older", fixtureCreated+50, "active", "incomplete")
+		h.mustSend(ProviderWeb, newer)
+		h.mustSend(ProviderWeb, older)
+		if got := h.canonical(ProviderWeb, "sub_1TESTa1B2c3D4e5F6g7H8i9"); got == nil || got.Status != StatusPastDue {
+			t.Fatalf("older active event regressed the newer past_due: %+v", got)
+		}
+
+		// Mobile: a renewal older than the expiry must not revive the subscription.
+		started := fixture(t, "mobile/subscription_started.json")
+		expired := edit(t, started, func(m map[string]any) {
+			m["event_type"], m["event_datetime"] = "subscription_expired", "2026-11-01T12:00:02.000000+0000"
+		})
+		h.mustSend(ProviderMobile, expired)
+		h.mustSend(ProviderMobile, started)
+		if got := h.canonical(ProviderMobile, "2000000987654321"); got == nil || got.Status != StatusExpired {
+			t.Fatalf("older mobile start revived an expired subscription: %+v", got)
+		}
+	})
+}
+
+// toOldShape rewrites a web event into the pre-2025-03-31 API shape: period end on the
+// subscription, the subscription id directly on the invoice, prices on invoice lines.
+func toOldShape(t *testing.T, body []byte) []byte {
+	return edit(t, body, func(m map[string]any) {
+		obj := path(m, "data", "object")
+		switch obj["object"] {
+		case "subscription":
+			items := path(obj, "items")["data"].([]any)
+			for _, it := range items {
+				item := it.(map[string]any)
+				obj["current_period_end"] = item["current_period_end"]
+				delete(item, "current_period_end")
+				delete(item, "current_period_start")
+			}
+		case "invoice":
+			obj["subscription"] = path(obj, "parent", "subscription_details")["subscription"]
+			delete(obj, "parent")
+			for _, l := range path(obj, "lines")["data"].([]any) {
+				line := l.(map[string]any)
+				line["price"] = map[string]any{"id": path(line, "pricing", "price_details")["price"]}
+				delete(line, "pricing")
+			}
+		}
+	})
+}
+
+func TestBothWebAPIShapesGiveTheSameRow(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		newShape := webLifecycle(t, "sub_new_shape")
+		oldShape := webLifecycle(t, "sub_old_shape")
+		for _, name := range []string{"created", "updated", "invoice"} {
+			h.mustSend(ProviderWeb, newShape[name])
+			old := toOldShape(t, oldShape[name])
+			if strings.Contains(string(old), "subscription_details") || (name != "invoice" && strings.Count(string(old), "current_period_end") != 1) {
+				t.Fatalf("%s was not rewritten to the old shape", name)
+			}
+			h.mustSend(ProviderWeb, old)
+		}
+		a, b := h.canonical(ProviderWeb, "sub_new_shape"), h.canonical(ProviderWeb, "sub_old_shape")
+		if a == nil || b == nil || a.Status != b.Status || !a.PeriodEnd.Equal(*b.PeriodEnd) || a.Plan != b.Plan || a.UserID != b.UserID {
+			t.Fatalf("new shape %+v, old shape %+v", a, b)
+		}
+		if a.Status != StatusActive || a.PeriodEnd.Unix() != 1793534400 {
+			t.Fatalf("unexpected canonical row %+v", a)
+		}
+	})
+}
+
+func TestWebAndMobileSalesAnswerAlike(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		const mobileUser = "0b6d7e2a-1c3f-4a5b-9c8d-7e6f5a4b3c2d"
+		const nobody = "11111111-2222-3333-4444-555555555555"
+		for _, name := range []string{"created", "updated", "invoice"} {
+			h.mustSend(ProviderWeb, webLifecycle(t, "sub_web_sale")[name])
+		}
+		h.mustSend(ProviderMobile, edit(t, fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
+			m["customer_user_id"] = mobileUser
+		}))
+		ctx := context.Background()
+		web, err := h.svc.Entitlements(ctx, fixtureUser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mobile, err := h.svc.Entitlements(ctx, mobileUser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		none, err := h.svc.Entitlements(ctx, nobody)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers := func(e Entitlements) string {
+			limit, hasLimit := e.Limit("projects")
+			plan := "<none>"
+			if e.Plan() != nil {
+				plan = e.Plan().Key
+			}
+			return fmt.Sprintf("subscribed=%v plan=%s exports=%v projects=%v limit=%d/%v unknown=%v",
+				e.Subscribed(), plan, e.Entitled("exports"), e.Entitled("projects"), limit, hasLimit, e.Entitled("unknown"))
+		}
+		want := "subscribed=true plan=pro exports=true projects=true limit=10/true unknown=false"
+		if got := answers(web); got != want {
+			t.Fatalf("web-sold: %s, want %s", got, want)
+		}
+		if got := answers(mobile); got != want {
+			t.Fatalf("mobile-sold: %s, want %s", got, want)
+		}
+		if got := answers(none); got != "subscribed=false plan=free exports=false projects=true limit=1/true unknown=false" {
+			t.Fatalf("no subscription: %s", got)
+		}
+
+		// After the period both lapse the same way.
+		h.setNow(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC))
+		web, _ = h.svc.Entitlements(ctx, fixtureUser)
+		mobile, _ = h.svc.Entitlements(ctx, mobileUser)
+		if answers(web) != answers(mobile) || web.Subscribed() {
+			t.Fatalf("after the period: web %s, mobile %s", answers(web), answers(mobile))
+		}
+	})
+}
+
+func TestRecordUsageNeverOvershoots(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		for _, name := range []string{"created", "updated", "invoice"} {
+			h.mustSend(ProviderWeb, webLifecycle(t, "sub_usage")[name])
+		}
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		ok, refused := 0, 0
+		for range 30 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := h.svc.RecordUsage(ctx, fixtureUser, "projects", 1)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					ok++
+				case errors.Is(err, ErrLimitExceeded):
+					refused++
+				default:
+					t.Errorf("RecordUsage: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if ok != 10 || refused != 20 {
+			t.Fatalf("%d recorded and %d refused, want 10 and 20", ok, refused)
+		}
+		e, _ := h.svc.Entitlements(ctx, fixtureUser)
+		if used, err := h.svc.UsedThisPeriod(ctx, e, "projects"); err != nil || used != 10 {
+			t.Fatalf("counter %d (%v), want 10", used, err)
+		}
+		if e.UsagePeriodEnd().Unix() != 1793534400 {
+			t.Fatalf("usage period ends %v, want the subscription's period end", e.UsagePeriodEnd())
+		}
+		if _, err := h.svc.RecordUsage(ctx, fixtureUser, "exports", 1); !errors.Is(err, ErrNotEntitled) {
+			t.Fatalf("usage of a boolean entitlement: %v, want ErrNotEntitled", err)
+		}
+		if _, err := h.svc.RecordUsage(ctx, fixtureUser, "projects", 0); !errors.Is(err, ErrInvalidAmount) {
+			t.Fatalf("amount 0: %v", err)
+		}
+		// A user without a subscription counts against the default plan, per calendar month.
+		const freeUser = "22222222-3333-4444-5555-666666666666"
+		u, err := h.svc.RecordUsage(ctx, freeUser, "projects", 1)
+		if err != nil || u.Used != 1 || u.Remaining != 0 || !u.PeriodEnd.Equal(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)) {
+			t.Fatalf("free user: %+v %v", u, err)
+		}
+		if _, err := h.svc.RecordUsage(ctx, freeUser, "projects", 1); !errors.Is(err, ErrLimitExceeded) {
+			t.Fatalf("second free project: %v, want ErrLimitExceeded", err)
+		}
+	})
+}
+
+func TestUnresolvedIDsLeaveCanonicalRowsAlone(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		unknownCustomer := edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+			obj := path(m, "data", "object")
+			obj["customer"], obj["metadata"], obj["id"] = "cus_nobody", map[string]any{}, "sub_unknown_customer"
+		})
+		unmappedPrice := edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+			m["id"] = "evt_unmapped"
+			obj := path(m, "data", "object")
+			obj["id"] = "sub_unmapped_price"
+			path(obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_not_in_any_plan"
+		})
+		noUser := edit(t, fixture(t, "mobile/subscription_started.json"), func(m map[string]any) { m["customer_user_id"] = nil })
+		h.mustSend(ProviderWeb, unknownCustomer)
+		h.mustSend(ProviderWeb, unmappedPrice)
+		h.mustSend(ProviderMobile, noUser)
+
+		var subs, customers int
+		d.QueryRow("select count(*) from subscriptions").Scan(&subs)
+		d.QueryRow("select count(*) from billing_customers where user_id <> $1", fixtureUser).Scan(&customers)
+		if subs != 0 || customers != 0 {
+			t.Fatalf("%d subscriptions and %d unexpected customers after unresolved events", subs, customers)
+		}
+		logs := h.logs.String()
+		for _, want := range []string{"customer_id=cus_nobody", "price_not_in_any_plan", "unresolved mobile customer"} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("log lacks %q", want)
+			}
+		}
+		if !strings.Contains(logs, "level=INFO msg=\"unresolved web customer\"") {
+			t.Error("unresolved customer not logged at info level")
+		}
+	})
+}
+
+func TestPermanentErrorsAreStoredAndReplayable(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		ctx := context.Background()
+		broken := []byte(`{"id":"evt_broken","type":"customer.subscription.updated","created":1790856000,"data":{"object":{"status":"active"}}}`)
+		badTime := edit(t, fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
+			m["event_id"], m["event_datetime"] = "mobile_bad_time", "yesterday"
+		})
+		h.mustSend(ProviderWeb, broken)
+		h.mustSend(ProviderMobile, badTime)
+		if e := h.event(t, ProviderWeb, "evt_broken"); !strings.Contains(e.processingError, "no id") {
+			t.Fatalf("web processing error %q", e.processingError)
+		}
+		if e := h.event(t, ProviderMobile, "mobile_bad_time"); !strings.Contains(e.processingError, "event_datetime") {
+			t.Fatalf("mobile processing error %q", e.processingError)
+		}
+
+		// An event unresolved for want of a plan is completed by a replay after plans sync.
+		newPrice := edit(t, webLifecycle(t, "sub_later_plan")["updated"], func(m map[string]any) {
+			item := path(m, "data", "object", "items")["data"].([]any)[0].(map[string]any)
+			path(item, "price")["id"] = "price_added_later"
+		})
+		h.mustSend(ProviderWeb, newPrice)
+		if h.canonical(ProviderWeb, "sub_later_plan") != nil {
+			t.Fatal("unmapped price produced a canonical row")
+		}
+		plans, err := ParsePlans([]byte(strings.Replace(testPlansYAML, "price_old_shape]", "price_old_shape, price_added_later]", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.svc.SyncPlans(ctx, plans); err != nil {
+			t.Fatal(err)
+		}
+		var outcomes []string
+		n, err := h.svc.Replay(ctx, ReplayFilter{Provider: ProviderWeb}, func(_, id, outcome string) {
+			outcomes = append(outcomes, id+"="+outcome)
+		})
+		if err != nil || n != 2 {
+			t.Fatalf("replayed %d (%v), want 2: %v", n, err, outcomes)
+		}
+		if got := h.canonical(ProviderWeb, "sub_later_plan"); got == nil || got.Plan != "pro" || got.Status != StatusActive {
+			t.Fatalf("after replay: %+v", got)
+		}
+		// Replaying again changes nothing, and --unprocessed selects only the broken ones.
+		n, err = h.svc.Replay(ctx, ReplayFilter{Unprocessed: true}, func(string, string, string) {})
+		if err != nil || n != 2 {
+			t.Fatalf("unprocessed replay selected %d (%v), want the 2 broken events", n, err)
+		}
+		n, _ = h.svc.Replay(ctx, ReplayFilter{EventID: "evt_broken", Since: fixtureNow.Add(time.Hour)}, func(string, string, string) {})
+		if n != 0 {
+			t.Fatalf("--since after the event still selected %d", n)
+		}
+	})
+}

@@ -1,0 +1,53 @@
+package db_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"tollgate/internal/db"
+	"tollgate/internal/db/dbtest"
+)
+
+// modernc.org/sqlite is generated against one exact modernc.org/libc; a mismatched pair
+// builds but corrupts memory at run time. Newer releases also break "go mod tidy" here, and
+// a newer goose drags libc along (DESIGN §6).
+func TestSQLiteLibcPair(t *testing.T) {
+	gomod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	required := map[string]string{}
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && strings.Contains(f[0], ".") {
+			required[f[0]] = f[1]
+		}
+	}
+	for path, want := range map[string]string{"modernc.org/sqlite": "v1.60.0", "modernc.org/libc": "v1.77.1", "github.com/pressly/goose/v3": "v3.28.0"} {
+		if got := required[path]; got != want {
+			t.Errorf("go.mod requires %s %q, want %s", path, got, want)
+		}
+	}
+}
+
+func TestEngines(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		// The generated queries use $N placeholders, out of order and repeated.
+		var a, b string
+		if err := d.QueryRowContext(ctx, "select $2, $1", "one", "two").Scan(&a, &b); err != nil {
+			t.Fatal(err)
+		}
+		if a != "two" || b != "one" {
+			t.Fatalf("$2,$1 bound as %q,%q", a, b)
+		}
+		applied, err := d.Migrate(ctx)
+		if err != nil {
+			t.Fatalf("second migrate: %v", err)
+		}
+		if len(applied) != 0 {
+			t.Fatalf("second migrate applied %v", applied)
+		}
+	})
+}
