@@ -70,6 +70,7 @@ func TestEveryArrivalOrderEndsInTheSameState(t *testing.T) {
 		}{
 			{[]string{"created", "updated", "invoice", "deleted"}, canonicalRow{Status: StatusExpired, PeriodEnd: &endedAt, Plan: "pro", UserID: fixtureUser}},
 			{[]string{"created", "updated", "invoice"}, canonicalRow{Status: StatusActive, PeriodEnd: &periodEnd, Plan: "pro", UserID: fixtureUser}},
+			{[]string{"created", "updated"}, canonicalRow{Status: StatusActive, PeriodEnd: &periodEnd, Plan: "pro", UserID: fixtureUser}},
 			{[]string{"created", "invoice"}, canonicalRow{Status: StatusActive, PeriodEnd: &periodEnd, Plan: "pro", UserID: fixtureUser}},
 		}
 		for si, set := range sets {
