@@ -1,0 +1,372 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tollgate/internal/config"
+	"tollgate/internal/db/dbtest"
+)
+
+const (
+	webSecret    = "whsec_app_test"
+	mobileSecret = "mobile_app_test"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// testEnv is a complete environment for Run: a fresh SQLite file, the sample plans, a free
+// loopback port.
+func testEnv(t *testing.T, extra map[string]string) map[string]string {
+	t.Helper()
+	addr := freeAddr(t)
+	m := map[string]string{
+		"APP_ENV":               "test",
+		"ADDR":                  addr,
+		"PUBLIC_URL":            "http://" + addr,
+		"DATABASE_URL":          "sqlite:" + filepath.Join(t.TempDir(), "app.db"),
+		"WEB_WEBHOOK_SECRET":    webSecret,
+		"MOBILE_WEBHOOK_SECRET": mobileSecret,
+		"PLANS_FILE":            "../../config/plans.yml",
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func runCmd(ctx context.Context, envVars map[string]string, args ...string) (int, string, string) {
+	var stdout, stderr lockedBuffer
+	code := Run(ctx, args, func(k string) string { return envVars[k] }, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestCommandsHelpAndErrors(t *testing.T) {
+	for _, cmd := range [][]string{{"serve"}, {"migrate"}, {"plans", "sync"}, {"events", "replay"}, {"webhook", "send"}} {
+		code, out, _ := runCmd(context.Background(), nil, append(cmd, "--help")...)
+		if code != 0 || !strings.Contains(out, "Usage: tollgate "+strings.Join(cmd, " ")) {
+			t.Errorf("%v --help: exit %d, output %q", cmd, code, out)
+		}
+	}
+	if code, out, _ := runCmd(context.Background(), nil, "--help"); code != 0 || !strings.Contains(out, "events replay") {
+		t.Errorf("--help: exit %d", code)
+	}
+	if code, _, errOut := runCmd(context.Background(), nil, "frobnicate"); code == 0 || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: exit %d, %q", code, errOut)
+	}
+	code, _, errOut := runCmd(context.Background(), map[string]string{"APP_ENV": "production", "WEB_WEBHOOK_SECRET": "super-secret-value"}, "serve")
+	if code == 0 || !strings.Contains(errOut, "MOBILE_WEBHOOK_SECRET") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("serve without a secret: exit %d, stderr %q (want one line naming the variable)", code, errOut)
+	}
+	if strings.Contains(errOut, "super-secret-value") {
+		t.Error("a secret was printed")
+	}
+	env := testEnv(t, map[string]string{"WEB_INGESTION": "sync_engine"})
+	if code, _, errOut := runCmd(context.Background(), env, "migrate"); code == 0 || !strings.Contains(errOut, "sync_engine needs a Postgres") {
+		t.Errorf("sync_engine on SQLite: exit %d, %q", code, errOut)
+	}
+}
+
+func TestMigrateAndPlansSyncCommands(t *testing.T) {
+	env := testEnv(t, nil)
+	ctx := context.Background()
+	if code, _, errOut := runCmd(ctx, env, "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %s", code, errOut)
+	}
+	code, out, errOut := runCmd(ctx, env, "plans", "sync")
+	if code != 0 || !strings.Contains(out, "plan pro: created") {
+		t.Fatalf("plans sync: %d %q %s", code, out, errOut)
+	}
+	code, out, _ = runCmd(ctx, env, "plans", "sync")
+	if code != 0 || strings.TrimSpace(out) != "plans are up to date" {
+		t.Fatalf("second plans sync: %d %q", code, out)
+	}
+	bad := filepath.Join(t.TempDir(), "plans.yml")
+	os.WriteFile(bad, []byte("plans:\n  a: {web_prices: [p]}\n  b: {web_prices: [p]}\n"), 0o600)
+	env["PLANS_FILE"] = bad
+	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code == 0 || !strings.Contains(errOut, `listed under both plan "a" and plan "b"`) {
+		t.Fatalf("duplicate price: %d %q", code, errOut)
+	}
+	if code, _, errOut := runCmd(ctx, env, "events", "replay", "--since", "yesterday"); code == 0 || !strings.Contains(errOut, "--since") {
+		t.Fatalf("bad --since: %d %q", code, errOut)
+	}
+}
+
+// startServe runs "tollgate serve" in the background and waits until it answers.
+func startServe(t *testing.T, env map[string]string) (stop func() (int, string)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"serve"}, func(k string) string { return env[k] }, io.Discard, &stderr)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(env["PUBLIC_URL"] + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not come up: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var once sync.Once
+	var code int
+	stop = func() (int, string) {
+		once.Do(func() {
+			cancel()
+			select {
+			case code = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("serve did not stop")
+			}
+		})
+		return code, stderr.String()
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	env := testEnv(t, nil)
+	ctx := context.Background()
+	if code, _, errOut := runCmd(ctx, env, "migrate"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
+		t.Fatal(errOut)
+	}
+	stop := startServe(t, env)
+	base := env["PUBLIC_URL"]
+
+	routes := []struct {
+		path, contentType, body string
+		status                  int
+	}{
+		{"/healthz", "application/json", `{"status":"ok"}`, 200},
+		{"/readyz", "application/json", `{"status":"ready"}`, 200},
+		{"/up", "text/html; charset=utf-8", "<html>", 200},
+		{"/nowhere", "application/problem+json", `"status":404`, 404},
+	}
+	for _, r := range routes {
+		resp, err := http.Get(base + r.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != r.status || (r.contentType != "" && resp.Header.Get("Content-Type") != r.contentType) || !strings.Contains(string(body), r.body) {
+			t.Errorf("GET %s: %d %s %q", r.path, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+		if resp.Header.Get("X-Request-Id") == "" {
+			t.Errorf("GET %s: no X-Request-Id", r.path)
+		}
+	}
+
+	for provider, file := range map[string]string{"web": "customer.subscription.updated.json", "mobile": "subscription_started.json"} {
+		code, out, errOut := runCmd(ctx, env, "webhook", "send", "--provider", provider, "--file", filepath.Join("../billing/testdata", provider, file))
+		if code != 0 || !strings.Contains(out, `{"received":true}`) {
+			t.Fatalf("webhook send %s: %d %q %s", provider, code, out, errOut)
+		}
+	}
+	wrong := map[string]string{}
+	for k, v := range env {
+		wrong[k] = v
+	}
+	wrong["MOBILE_WEBHOOK_SECRET"] = "not-the-server-secret"
+	if code, out, _ := runCmd(ctx, wrong, "webhook", "send", "--provider", "mobile", "--file", "../billing/testdata/mobile/subscription_started.json"); code == 0 || !strings.Contains(out, "401") {
+		t.Fatalf("webhook send with the wrong secret: %d %q", code, out)
+	}
+
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`tollgate_webhook_events_total{outcome="applied",provider="web"} 1`,
+		`tollgate_webhook_events_total{outcome="unauthorized",provider="mobile"} 1`,
+		`tollgate_http_requests_total{route="GET /healthz",status="200"}`,
+		`go_sql_max_open_connections{db_name="tollgate"}`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+
+	code, out, _ := runCmd(ctx, env, "events", "replay")
+	if code != 0 || !strings.Contains(out, "replayed 2 event(s)") || !strings.Contains(out, ": duplicate") {
+		t.Fatalf("events replay: %d %q", code, out)
+	}
+
+	code, logs := stop()
+	if code != 0 {
+		t.Fatalf("serve exited %d: %s", code, logs)
+	}
+	if strings.Contains(logs, webSecret) || strings.Contains(logs, mobileSecret) || strings.Contains(logs, "user42@example.test") {
+		t.Fatal("a secret or a raw body reached the log")
+	}
+}
+
+func TestPanicBecomesA500WithoutDetail(t *testing.T) {
+	var logs lockedBuffer
+	s := &Server{env: env{log: slog.New(slog.NewTextHandler(&logs, nil))}}
+	h := s.withRecover(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("secret detail 42") }))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if rec.Code != 500 || rec.Header().Get("Content-Type") != "application/problem+json" || strings.Contains(rec.Body.String(), "secret detail") {
+		t.Fatalf("panic answered %d %q", rec.Code, rec.Body)
+	}
+	if !strings.Contains(logs.String(), "secret detail 42") {
+		t.Fatal("the panic was not logged")
+	}
+}
+
+func TestWebRouteAbsentInSyncEngineModeThroughTheServer(t *testing.T) {
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{"WEB_INGESTION": "sync_engine", "MOBILE_WEBHOOK_SECRET": mobileSecret}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dbtest.SQLite(t))
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/billing/webhooks/web", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("web webhook in sync_engine mode: %d, want 404", resp.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/billing/webhooks/mobile", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", mobileSecret)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("mobile webhook in sync_engine mode: %d", resp.StatusCode)
+	}
+}
+
+// A webhook still inside its transaction when SIGTERM arrives is finished and committed.
+func TestGracefulShutdownFinishesInFlightWebhooks(t *testing.T) {
+	dbURL := dbtest.PostgresURL(t)
+	env := testEnv(t, map[string]string{"DATABASE_URL": dbURL})
+	stop := startServe(t, env)
+
+	// Hold a lock that the webhook's insert must wait for.
+	locker, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close()
+	tx, err := locker.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("lock table provider_events in exclusive mode"); err != nil {
+		t.Fatal(err)
+	}
+
+	type result struct {
+		code int
+		out  string
+	}
+	delivered := make(chan result, 1)
+	go func() {
+		code, out, _ := runCmd(context.Background(), env, "webhook", "send", "--provider", "mobile", "--file", "../billing/testdata/mobile/subscription_started.json")
+		delivered <- result{code, out}
+	}()
+	waitFor(t, func() bool {
+		var waiting int
+		locker.QueryRow("select count(*) from pg_locks where relation = $1::regclass and not granted", strings.Split(strings.Split(dbURL, "search_path=")[1], "&")[0]+".provider_events").Scan(&waiting)
+		return waiting > 0
+	})
+
+	stopped := make(chan struct{})
+	var code int
+	var logs string
+	go func() { code, logs = stop(); close(stopped) }()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-stopped:
+		t.Fatal("the server stopped with a webhook in flight")
+	default:
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-delivered
+	if r.code != 0 || !strings.Contains(r.out, `{"received":true}`) {
+		t.Fatalf("in-flight webhook: %d %q", r.code, r.out)
+	}
+	<-stopped
+	if code != 0 {
+		t.Fatalf("serve exited %d: %s", code, logs)
+	}
+	var n int
+	if err := locker.QueryRow("select count(*) from provider_events").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d events stored (%v), want 1", n, err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
