@@ -174,7 +174,10 @@ func TestMobileCanonical(t *testing.T) {
 		{"non_subscription_purchase", func(ev *mobileEvent) { ev.EventProperties.IsLifetime = &yes }, StatusActive, nil},
 		{"access_level_updated", func(ev *mobileEvent) { ev.EventProperties.IsRefund = &yes; ev.EventProperties.ExpiresAt = expires }, StatusRefunded, &expiresAt},
 		{"access_level_updated", func(ev *mobileEvent) { ev.EventProperties.IsActive = &no }, StatusExpired, &at},
-		{"access_level_updated", func(ev *mobileEvent) { ev.EventProperties.IsInGracePeriod = &yes; ev.EventProperties.ExpiresAt = expires }, StatusPastDue, &expiresAt},
+		{"access_level_updated", func(ev *mobileEvent) {
+			ev.EventProperties.IsInGracePeriod = &yes
+			ev.EventProperties.ExpiresAt = expires
+		}, StatusPastDue, &expiresAt},
 		{"access_level_updated", func(ev *mobileEvent) { ev.EventProperties.WillRenew = &no; ev.EventProperties.ExpiresAt = expires }, StatusCancelled, &expiresAt},
 		{"access_level_updated", func(ev *mobileEvent) { ev.EventProperties.IsActive = &yes; ev.EventProperties.ExpiresAt = expires }, StatusActive, &expiresAt},
 	}
