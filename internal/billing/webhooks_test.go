@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -95,6 +96,7 @@ func TestWebhookResponses(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
 		h := newHarness(t, d)
 		created := fixture(t, "web/customer.subscription.created.json")
+		updated := fixture(t, "web/customer.subscription.updated.json")
 		started := fixture(t, "mobile/subscription_started.json")
 		now := fixtureNow.Unix()
 		sig := func(ts int64, body []byte) http.Header {
@@ -113,6 +115,7 @@ func TestWebhookResponses(t *testing.T) {
 			bodyHint string
 		}{
 			{"web valid", "/billing/webhooks/web", created, sig(now, created), 200, "", 1, ""},
+			{"web second v1 correct", "/billing/webhooks/web", updated, http.Header{"Web-Signature": {fmt.Sprintf("t=%d,v1=%s,v1=%s", now, independentSignature("old secret", now, updated), independentSignature(testWebSecret, now, updated))}}, 200, "", 1, ""},
 			{"web no signature", "/billing/webhooks/web", created, nil, 401, "invalid-signature", 0, ""},
 			{"web 301 s old", "/billing/webhooks/web", created, sig(now-301, created), 401, "invalid-signature", 0, ""},
 			{"web 301 s in the future", "/billing/webhooks/web", created, sig(now+301, created), 401, "invalid-signature", 0, ""},
@@ -167,6 +170,26 @@ func TestWebhookResponses(t *testing.T) {
 			t.Fatal("a raw body or a secret reached the log")
 		}
 	})
+}
+
+func TestBlankSecretsNeverVerify(t *testing.T) {
+	h := newHarness(t, dbtest.SQLite(t), func(o *Options) { o.WebSecret, o.MobileSecret = "", "" })
+	created := fixture(t, "web/customer.subscription.created.json")
+	ts := fixtureNow.Unix()
+	attempts := []*httptest.ResponseRecorder{
+		h.post("/billing/webhooks/web", created, http.Header{"Web-Signature": {fmt.Sprintf("t=%d,v1=%s", ts, independentSignature("", ts, created))}}),
+		h.post("/billing/webhooks/web", created, nil),
+		h.post("/billing/webhooks/mobile", fixture(t, "mobile/subscription_started.json"), http.Header{"Authorization": {""}}),
+		h.post("/billing/webhooks/mobile", fixture(t, "mobile/subscription_started.json"), nil),
+	}
+	for i, rec := range attempts {
+		if rec.Code != http.StatusUnauthorized {
+			t.Errorf("attempt %d with a blank secret: %d", i, rec.Code)
+		}
+	}
+	if n := h.countEvents(); n != 0 {
+		t.Fatalf("%d rows stored with blank secrets", n)
+	}
 }
 
 func TestWebRouteAbsentInSyncEngineMode(t *testing.T) {
