@@ -16,6 +16,9 @@ import (
 	"tollgate/internal/db"
 )
 
+// shutdownGrace is how long in-flight requests get to finish after SIGINT or SIGTERM.
+const shutdownGrace = 25 * time.Second
+
 // Server is tollgate's HTTP surface with everything it depends on.
 type Server struct {
 	cfg      config.Config
@@ -48,9 +51,6 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) *billing.Service {
 		Registerer: reg,
 	})
 }
-
-// Billing is the server's billing service, for tests and embedding.
-func (s *Server) Billing() *billing.Service { return s.billing }
 
 func serve(ctx context.Context, e env) error {
 	d, err := openDB(ctx, e, e.cfg.AutoMigrate)
@@ -89,7 +89,7 @@ func (s *Server) syncDevPlans(ctx context.Context) {
 }
 
 // Serve answers on listener until ctx ends, then shuts down gracefully: it stops accepting,
-// and in-flight requests (a webhook mid-transaction, say) get config.ShutdownGrace to finish.
+// and in-flight requests (a webhook mid-transaction, say) get shutdownGrace to finish.
 func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	httpServer := &http.Server{
 		Handler:           s.Handler(),
@@ -98,7 +98,6 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          nil,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- httpServer.Serve(listener) }()
@@ -110,7 +109,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.env.log.Info("shutting down: finishing in-flight requests")
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), config.ShutdownGrace)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
 	if err := httpServer.Shutdown(shutdownCtx); err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Environments.
@@ -241,6 +240,3 @@ func isIdentifier(s string) bool {
 	}
 	return true
 }
-
-// ShutdownGrace is how long in-flight requests get to finish after SIGTERM.
-const ShutdownGrace = 25 * time.Second
