@@ -274,7 +274,10 @@ func TestWebRouteAbsentInSyncEngineModeThroughTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewServer(env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dbtest.SQLite(t))
+	s, err := NewServer(env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dbtest.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	resp, err := http.Post(srv.URL+"/billing/webhooks/web", "application/json", strings.NewReader(`{}`))

@@ -22,6 +22,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
 
 	s.billing.Routes(mux, s.cfg.BillingMount)
+	s.api.Routes(mux)
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, http.StatusNotFound, "not-found", "There is nothing at this path.")
@@ -35,13 +36,18 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	io.WriteString(w, `{"status":"ok"}`+"\n")
 }
 
-// readyz says whether requests can be served: the database must answer.
+// readyz says whether requests can be served: the database must answer and, when the API
+// is configured, its key set must have loaded.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.db.PingContext(ctx); err != nil {
 		s.env.log.WarnContext(r.Context(), "not ready: database unreachable", "error", err)
 		problem.Unavailable(w, 5*time.Second, "The database is not reachable.")
+		return
+	}
+	if s.cfg.AuthJWKSURL != "" && !s.keys.Loaded() {
+		problem.Unavailable(w, 5*time.Second, "The identity service's key set has not loaded yet.")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -11,9 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"tollgate/internal/api"
 	"tollgate/internal/billing"
 	"tollgate/internal/config"
 	"tollgate/internal/db"
+	"tollgate/internal/ratelimit"
 )
 
 // shutdownGrace is how long in-flight requests get to finish after SIGINT or SIGTERM.
@@ -21,27 +23,48 @@ const shutdownGrace = 25 * time.Second
 
 // Server is tollgate's HTTP surface with everything it depends on.
 type Server struct {
-	cfg      config.Config
-	env      env
-	db       *db.DB
-	billing  *billing.Service
-	registry *prometheus.Registry
-	metrics  *httpMetrics
+	cfg       config.Config
+	env       env
+	db        *db.DB
+	billing   *billing.Service
+	keys      *api.KeySet
+	throttles *ratelimit.Throttles
+	api       *api.API
+	registry  *prometheus.Registry
+	metrics   *httpMetrics
 }
 
 // NewServer wires a server over an open, migrated database.
-func NewServer(e env, d *db.DB) *Server {
+func NewServer(e env, d *db.DB) (*Server, error) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewDBStatsCollector(d.DB, "tollgate"),
 	)
-	return &Server{
-		cfg: e.cfg, env: e, db: d, registry: registry,
+	throttles, err := ratelimit.New(ratelimit.Options{
+		RedisURL: e.cfg.RedisURL, TrustedProxies: e.cfg.TrustedProxies, Log: e.log, Registerer: registry,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: e.cfg, env: e, db: d, registry: registry, throttles: throttles,
 		billing: newBilling(d, e, registry),
+		keys:    api.NewKeySet(e.cfg.AuthJWKSURL, api.KeySetOptions{Log: e.log, Registerer: registry}),
 		metrics: newHTTPMetrics(registry),
 	}
+	s.api = api.New(api.Options{
+		Billing:   s.billing,
+		Verifier:  api.NewVerifier(s.keys, api.VerifierOptions{Issuer: e.cfg.AuthJWTIssuer, Audience: e.cfg.AuthJWTAudience, HS256Secret: e.cfg.AuthJWTSecret}),
+		Throttles: throttles,
+		// In development any localhost origin may call the API until CORS_ORIGINS says
+		// otherwise; elsewhere nothing is allowed until it is set.
+		CORS:      api.CORS{Origins: e.cfg.CORSOrigins, AnyLocalhost: e.cfg.Env == config.Development && len(e.cfg.CORSOrigins) == 0},
+		SwaggerUI: e.cfg.SwaggerUIEnabled,
+		Log:       e.log,
+	})
+	return s, nil
 }
 
 func newBilling(d *db.DB, e env, reg prometheus.Registerer) *billing.Service {
@@ -58,7 +81,11 @@ func serve(ctx context.Context, e env) error {
 		return err
 	}
 	defer d.Close()
-	srv := NewServer(e, d)
+	srv, err := NewServer(e, d)
+	if err != nil {
+		return err
+	}
+	defer srv.throttles.Close()
 	if e.cfg.Env == config.Development {
 		srv.syncDevPlans(ctx)
 	}
@@ -98,6 +125,9 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
+	}
+	if s.cfg.AuthJWKSURL != "" {
+		go s.keys.Run(ctx)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- httpServer.Serve(listener) }()

@@ -204,11 +204,15 @@ func (s *Service) RecordUsage(ctx context.Context, userID, name string, amount i
 	return u, nil
 }
 
-// UsedThisPeriod is the user's counter for name in the current period (0 when unused).
-func (s *Service) UsedThisPeriod(ctx context.Context, e Entitlements, name string) (int64, error) {
-	used, err := dbq.New(s.db).GetUsage(ctx, dbq.GetUsageParams{UserID: e.UserID, Name: name, PeriodEnd: e.UsagePeriodEnd()})
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
+// UsageThisPeriod is every counter of the user in the current period, by name.
+func (s *Service) UsageThisPeriod(ctx context.Context, e Entitlements) (map[string]int64, error) {
+	rows, err := dbq.New(s.db).ListUsage(ctx, dbq.ListUsageParams{UserID: e.UserID, PeriodEnd: e.UsagePeriodEnd()})
+	if err != nil {
+		return nil, err
 	}
-	return used, err
+	used := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		used[r.Name] = r.Used
+	}
+	return used, nil
 }

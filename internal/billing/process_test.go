@@ -260,8 +260,8 @@ func TestRecordUsageNeverOvershoots(t *testing.T) {
 			t.Fatalf("%d recorded and %d refused, want 10 and 20", ok, refused)
 		}
 		e, _ := h.svc.Entitlements(ctx, fixtureUser)
-		if used, err := h.svc.UsedThisPeriod(ctx, e, "projects"); err != nil || used != 10 {
-			t.Fatalf("counter %d (%v), want 10", used, err)
+		if used, err := h.svc.UsageThisPeriod(ctx, e); err != nil || used["projects"] != 10 {
+			t.Fatalf("counters %v (%v), want projects 10", used, err)
 		}
 		if e.UsagePeriodEnd().Unix() != 1793534400 {
 			t.Fatalf("usage period ends %v, want the subscription's period end", e.UsagePeriodEnd())

@@ -44,19 +44,39 @@ func (q *Queries) AddUsage(ctx context.Context, arg AddUsageParams) (int64, erro
 	return used, err
 }
 
-const getUsage = `-- name: GetUsage :one
-select used from usage_counters where user_id = $1 and name = $2 and period_end = $3
+const listUsage = `-- name: ListUsage :many
+select name, used from usage_counters where user_id = $1 and period_end = $2
 `
 
-type GetUsageParams struct {
+type ListUsageParams struct {
 	UserID    string
-	Name      string
 	PeriodEnd time.Time
 }
 
-func (q *Queries) GetUsage(ctx context.Context, arg GetUsageParams) (int64, error) {
-	row := q.db.QueryRowContext(ctx, getUsage, arg.UserID, arg.Name, arg.PeriodEnd)
-	var used int64
-	err := row.Scan(&used)
-	return used, err
+type ListUsageRow struct {
+	Name string
+	Used int64
+}
+
+func (q *Queries) ListUsage(ctx context.Context, arg ListUsageParams) ([]ListUsageRow, error) {
+	rows, err := q.db.QueryContext(ctx, listUsage, arg.UserID, arg.PeriodEnd)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListUsageRow
+	for rows.Next() {
+		var i ListUsageRow
+		if err := rows.Scan(&i.Name, &i.Used); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

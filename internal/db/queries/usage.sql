@@ -8,5 +8,5 @@ set used = usage_counters.used + excluded.used, updated_at = excluded.updated_at
 where usage_counters.used + excluded.used <= sqlc.arg(max_used)
 returning used;
 
--- name: GetUsage :one
-select used from usage_counters where user_id = sqlc.arg(user_id) and name = sqlc.arg(name) and period_end = sqlc.arg(period_end);
+-- name: ListUsage :many
+select name, used from usage_counters where user_id = sqlc.arg(user_id) and period_end = sqlc.arg(period_end);

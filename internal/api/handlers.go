@@ -1,0 +1,147 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"tollgate/internal/billing"
+	"tollgate/internal/problem"
+)
+
+func (a *API) register(api huma.API) {
+	huma.Register(api, huma.Operation{
+		OperationID: "get-me",
+		Method:      http.MethodGet,
+		Path:        "/api/v1/me",
+		Summary:     "The current user and their billing position",
+		Description: "The user is built from the verified token's claims; billing comes from the entitlement surface, " +
+			"the same whichever store sold the plan.",
+		Tags:   []string{"account"},
+		Errors: []int{http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusServiceUnavailable},
+	}, a.me)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "record-usage",
+		Method:      http.MethodPost,
+		Path:        "/api/v1/usage/{name}",
+		Summary:     "Record usage of a metered entitlement",
+		Description: "Adds `amount` (default 1) to the caller's counter for this billing period, atomically, " +
+			"and refuses with 403 (type …/limit-exceeded) when that would pass the plan's limit or the plan has none. " +
+			"This is the pattern for metered endpoints.",
+		Tags:   []string{"usage"},
+		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
+	}, a.recordUsage)
+}
+
+type meOutput struct {
+	Body struct {
+		User    User        `json:"user"`
+		Billing billingView `json:"billing"`
+	}
+}
+
+type billingView struct {
+	Subscribed       bool                 `json:"subscribed"`
+	Status           *string              `json:"status"`
+	Provider         *string              `json:"provider"`
+	Plan             *billing.Plan        `json:"plan"`
+	CurrentPeriodEnd *time.Time           `json:"current_period_end"`
+	Entitlements     map[string]any       `json:"entitlements"`
+	Usage            map[string]usageView `json:"usage"`
+}
+
+type usageView struct {
+	Used      int64     `json:"used"`
+	Limit     int64     `json:"limit"`
+	PeriodEnd time.Time `json:"period_end"`
+}
+
+func (a *API) me(ctx context.Context, _ *struct{}) (*meOutput, error) {
+	user, _ := CurrentUser(ctx)
+	e, err := a.opts.Billing.Entitlements(ctx, user.ID)
+	if err != nil {
+		return nil, a.internal(ctx, err)
+	}
+	used, err := a.opts.Billing.UsageThisPeriod(ctx, e)
+	if err != nil {
+		return nil, a.internal(ctx, err)
+	}
+	out := &meOutput{}
+	out.Body.User = user
+	out.Body.Billing = billingViewOf(e, used)
+	return out, nil
+}
+
+// billingViewOf describes the governing subscription, or with none the newest one.
+func billingViewOf(e billing.Entitlements, used map[string]int64) billingView {
+	v := billingView{Subscribed: e.Subscribed(), Plan: e.Plan(), Entitlements: e.Effective, Usage: map[string]usageView{}}
+	shown := e.Governing()
+	if shown == nil && len(e.Subscriptions) > 0 {
+		shown = &e.Subscriptions[0]
+	}
+	if shown != nil {
+		v.Status, v.Provider, v.CurrentPeriodEnd = &shown.Status, &shown.Provider, shown.CurrentPeriodEnd
+	}
+	for name := range e.Effective {
+		if limit, ok := e.Limit(name); ok {
+			v.Usage[name] = usageView{Used: used[name], Limit: limit, PeriodEnd: e.UsagePeriodEnd()}
+		}
+	}
+	return v
+}
+
+type usageInput struct {
+	Name string `path:"name" maxLength:"64" pattern:"^[A-Za-z0-9_.-]+$" doc:"The metered entitlement, e.g. projects."`
+	Body *struct {
+		Amount int64 `json:"amount,omitempty" minimum:"1" maximum:"1000000" default:"1" doc:"How much to add; 1 when omitted."`
+	}
+}
+
+type usageOutput struct {
+	Body billing.Usage
+}
+
+func (a *API) recordUsage(ctx context.Context, in *usageInput) (*usageOutput, error) {
+	user, _ := CurrentUser(ctx)
+	amount := int64(1)
+	if in.Body != nil && in.Body.Amount != 0 {
+		amount = in.Body.Amount
+	}
+	u, err := a.opts.Billing.RecordUsage(ctx, user.ID, in.Name, amount)
+	switch {
+	case errors.Is(err, billing.ErrLimitExceeded):
+		return nil, &apiProblem{problem.Problem{Type: problem.TypeBase + "limit-exceeded", Title: "Limit exceeded", Status: http.StatusForbidden,
+			Detail: "This would exceed the plan's limit for this period; nothing was recorded."}}
+	case errors.Is(err, billing.ErrNotEntitled):
+		return nil, &apiProblem{problem.Problem{Type: problem.TypeBase + "limit-exceeded", Title: "Not entitled", Status: http.StatusForbidden,
+			Detail: "The current plan has no allowance for this; nothing was recorded."}}
+	case err != nil:
+		return nil, a.internal(ctx, err)
+	}
+	return &usageOutput{Body: u}, nil
+}
+
+// internal logs err and answers a problem that reveals nothing of it.
+func (a *API) internal(ctx context.Context, err error) error {
+	a.opts.Log.ErrorContext(ctx, "api request failed", "error", err)
+	return &apiProblem{problem.Problem{Type: problem.TypeBase + "unavailable", Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
+		Detail: "The request could not be completed; retry shortly."}}
+}
+
+// apiProblem lets handlers return an RFC 9457 problem through huma.
+type apiProblem struct{ problem.Problem }
+
+func (p *apiProblem) Error() string             { return p.Title }
+func (p *apiProblem) GetStatus() int            { return p.Status }
+func (p *apiProblem) ContentType(string) string { return "application/problem+json" }
+
+func (p *apiProblem) GetHeaders() http.Header {
+	if p.Status == http.StatusServiceUnavailable {
+		return http.Header{"Retry-After": {"5"}}
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/MicahParks/jwkset"
+	"github.com/MicahParks/keyfunc/v3"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+)
+
+// ErrNoKeySet means no key set has ever been loaded, so no token can be judged: the API
+// answers 503, not 401, and the client retries.
+var ErrNoKeySet = errors.New("no key set loaded yet")
+
+// KeySetOptions tunes a KeySet; zero values take the defaults.
+type KeySetOptions struct {
+	// RefreshInterval is the longest a key set is kept before it is fetched again; the
+	// identity service's Cache-Control max-age shortens it.
+	RefreshInterval time.Duration
+	// UnknownKIDInterval spaces the refetches that an unknown kid may trigger.
+	UnknownKIDInterval time.Duration
+	// OnDemandTimeout bounds how long a request may wait for a fetch it needs.
+	OnDemandTimeout time.Duration
+	Client          *http.Client
+	Log             *slog.Logger
+	Registerer      prometheus.Registerer
+}
+
+// KeySet is the identity service's JWKS: fetched in the background, refetched at most once
+// per UnknownKIDInterval when a token names a kid it lacks, and never making a request wait
+// longer than OnDemandTimeout.
+type KeySet struct {
+	url     string
+	opts    KeySetOptions
+	limiter *rate.Limiter
+	fetches *prometheus.CounterVec
+
+	mu       sync.Mutex
+	keys     keyfunc.Keyfunc // nil until the first successful fetch
+	digest   [32]byte
+	version  uint64
+	maxAge   time.Duration
+	inflight chan struct{} // closed when the running fetch ends
+}
+
+// NewKeySet prepares a key set for url. Nothing is fetched until Run or a token needs it.
+func NewKeySet(url string, opts KeySetOptions) *KeySet {
+	if opts.RefreshInterval <= 0 {
+		opts.RefreshInterval = 10 * time.Minute
+	}
+	if opts.UnknownKIDInterval <= 0 {
+		opts.UnknownKIDInterval = time.Minute
+	}
+	if opts.OnDemandTimeout <= 0 {
+		opts.OnDemandTimeout = 2 * time.Second
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	ks := &KeySet{
+		url: url, opts: opts,
+		limiter: rate.NewLimiter(rate.Every(opts.UnknownKIDInterval), 1),
+		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_jwks_fetches_total", Help: "JWKS fetches by trigger (background, unknown_kid, first_use) and result (changed, unchanged, error).",
+		}, []string{"trigger", "result"}),
+	}
+	if opts.Registerer != nil {
+		opts.Registerer.MustRegister(ks.fetches)
+	}
+	return ks
+}
+
+// Run keeps the key set fresh until ctx ends: quickly retried (1 s doubling to 30 s) until
+// the first load, then refreshed every RefreshInterval (or max-age, if shorter).
+func (ks *KeySet) Run(ctx context.Context) {
+	backoff := time.Second
+	failing := false
+	for {
+		err := ks.fetch(ctx, "background")
+		wait := ks.refreshInterval()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			if !failing {
+				ks.opts.Log.Warn("cannot fetch the identity service's key set; retrying", "url", ks.url, "error", err)
+			}
+			failing = true
+			if !ks.Loaded() {
+				wait, backoff = backoff, min(2*backoff, 30*time.Second)
+			}
+		case err == nil && failing:
+			failing, backoff = false, time.Second
+			ks.opts.Log.Info("identity service key set fetched again", "url", ks.url)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Loaded reports whether a key set has ever been fetched.
+func (ks *KeySet) Loaded() bool {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	return ks.keys != nil
+}
+
+// Version changes whenever the fetched key set differs from the one before.
+func (ks *KeySet) Version() uint64 {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	return ks.version
+}
+
+func (ks *KeySet) refreshInterval() time.Duration {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if ks.maxAge > 0 && ks.maxAge < ks.opts.RefreshInterval {
+		return max(ks.maxAge, 10*time.Second)
+	}
+	return ks.opts.RefreshInterval
+}
+
+// Key finds the verification key for a token. An unknown kid triggers one rate-limited
+// refetch, shared by every request that arrives while it runs.
+func (ks *KeySet) Key(ctx context.Context, token *jwt.Token) (any, error) {
+	ks.mu.Lock()
+	keys := ks.keys
+	ks.mu.Unlock()
+	if keys == nil {
+		if ks.fetchOnDemand(ctx, "first_use") != nil || !ks.Loaded() {
+			return nil, ErrNoKeySet
+		}
+		return ks.Key(ctx, token)
+	}
+	key, err := keys.KeyfuncCtx(ctx)(token)
+	if err == nil || !errors.Is(err, jwkset.ErrKeyNotFound) {
+		return key, err
+	}
+	before := ks.Version()
+	if ks.fetchOnDemand(ctx, "unknown_kid") != nil || ks.Version() == before {
+		return nil, err
+	}
+	ks.mu.Lock()
+	keys = ks.keys
+	ks.mu.Unlock()
+	return keys.KeyfuncCtx(ctx)(token)
+}
+
+// fetchOnDemand joins a fetch already running, or starts one if the limiter allows, and
+// waits for it at most OnDemandTimeout. It never queues behind the limiter.
+func (ks *KeySet) fetchOnDemand(ctx context.Context, trigger string) error {
+	ks.mu.Lock()
+	done := ks.inflight
+	if done == nil {
+		if !ks.limiter.Allow() {
+			ks.mu.Unlock()
+			return errors.New("key set refetch rate-limited")
+		}
+		done = make(chan struct{})
+		ks.inflight = done
+		go func() {
+			// Detached from the request: a client that gives up does not cancel the fetch
+			// the other waiters share.
+			fetchCtx, cancel := context.WithTimeout(context.Background(), ks.opts.OnDemandTimeout)
+			defer cancel()
+			ks.fetch(fetchCtx, trigger)
+			ks.mu.Lock()
+			ks.inflight = nil
+			ks.mu.Unlock()
+			close(done)
+		}()
+	}
+	ks.mu.Unlock()
+	wait, cancel := context.WithTimeout(ctx, ks.opts.OnDemandTimeout)
+	defer cancel()
+	select {
+	case <-done:
+		return nil
+	case <-wait.Done():
+		return wait.Err()
+	}
+}
+
+func (ks *KeySet) fetch(ctx context.Context, trigger string) error {
+	raw, maxAge, err := ks.download(ctx)
+	changed := false
+	if err == nil {
+		changed, err = ks.install(raw, maxAge)
+	}
+	result := "unchanged"
+	switch {
+	case err != nil:
+		result = "error"
+	case changed:
+		result = "changed"
+	}
+	ks.fetches.WithLabelValues(trigger, result).Inc()
+	return err
+}
+
+func (ks *KeySet) download(ctx context.Context) ([]byte, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ks.url, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, err := ks.opts.Client.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, fmt.Errorf("key set answered %s", resp.Status)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, 0, err
+	}
+	return raw, maxAge(resp.Header.Get("Cache-Control")), nil
+}
+
+// install swaps in a fetched key set; a set that fails to parse is refused whole so a
+// broken response never replaces working keys.
+func (ks *KeySet) install(raw []byte, maxAge time.Duration) (bool, error) {
+	digest := sha256.Sum256(raw)
+	ks.mu.Lock()
+	same := ks.keys != nil && digest == ks.digest
+	ks.maxAge = maxAge
+	ks.mu.Unlock()
+	if same {
+		return false, nil
+	}
+	keys, err := keyfunc.NewJWKSetJSON(raw)
+	if err != nil {
+		return false, fmt.Errorf("key set unusable: %w", err)
+	}
+	ks.mu.Lock()
+	ks.keys, ks.digest = keys, digest
+	ks.version++
+	ks.mu.Unlock()
+	return true, nil
+}
+
+func maxAge(cacheControl string) time.Duration {
+	for _, directive := range strings.Split(cacheControl, ",") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(directive), "max-age="); ok {
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				return time.Duration(n) * time.Second
+			}
+		}
+	}
+	return 0
+}

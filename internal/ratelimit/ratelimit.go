@@ -1,0 +1,199 @@
+// Package ratelimit provides the API throttles: per client IP and per bearer token, counted
+// in memory or, with Redis, shared by every instance. When Redis fails the counters fall
+// back to local memory (fail open) and recover when Redis returns.
+package ratelimit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/go-chi/httprate"
+	httprateredis "github.com/go-chi/httprate-redis"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/problem"
+)
+
+// Limit is one throttle: at most Requests per Window for each key.
+type Limit struct {
+	Name     string
+	Requests int
+	Window   time.Duration
+}
+
+// The limits of SPEC 8.
+var (
+	PerIP    = Limit{Name: "api/ip", Requests: 300, Window: 5 * time.Minute}
+	PerToken = Limit{Name: "api/token", Requests: 1000, Window: time.Minute}
+)
+
+// Options configures Throttles.
+type Options struct {
+	// RedisURL, when set, shares counters between instances through Redis.
+	RedisURL string
+	// KeyPrefix namespaces the Redis keys (tests use one per run).
+	KeyPrefix      string
+	TrustedProxies []netip.Prefix
+	Log            *slog.Logger
+	Registerer     prometheus.Registerer
+}
+
+// Throttles builds throttling middleware.
+type Throttles struct {
+	opts     Options
+	redis    *redis.Client
+	hits     *prometheus.CounterVec
+	fallback *prometheus.CounterVec
+}
+
+// New prepares throttles; with a Redis URL it opens (lazily) one client for all of them.
+func New(opts Options) (*Throttles, error) {
+	if opts.KeyPrefix == "" {
+		opts.KeyPrefix = "tollgate:throttle"
+	}
+	t := &Throttles{
+		opts: opts,
+		hits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_throttle_hits_total", Help: "Requests refused by a throttle.",
+		}, []string{"limit"}),
+		fallback: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_throttle_redis_fallback_total", Help: "Switches of throttle counters to local memory because Redis failed.",
+		}, []string{"limit"}),
+	}
+	if opts.Registerer != nil {
+		opts.Registerer.MustRegister(t.hits, t.fallback)
+	}
+	if opts.RedisURL != "" {
+		ro, err := redis.ParseURL(opts.RedisURL)
+		if err != nil {
+			return nil, errors.New("REDIS_URL: cannot parse it")
+		}
+		// Short timeouts and no retries let the local fallback take over quickly.
+		ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout, ro.MaxRetries = 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond, -1
+		t.redis = redis.NewClient(ro)
+	}
+	return t, nil
+}
+
+// Close releases the Redis client.
+func (t *Throttles) Close() error {
+	if t.redis != nil {
+		return t.redis.Close()
+	}
+	return nil
+}
+
+// ByIP limits requests per client IP.
+func (t *Throttles) ByIP(limit Limit) func(http.Handler) http.Handler {
+	return t.middleware(limit, func(r *http.Request) (string, bool) {
+		return httprate.CanonicalizeIP(ClientIP(r, t.opts.TrustedProxies).String()), true
+	})
+}
+
+// maxHashedCredential is the longest Authorization value worth a bucket of its own.
+const maxHashedCredential = 16 << 10
+
+// ByBearerToken limits requests per bearer token, keyed on a hash of the raw header value,
+// never on its unverified claims. Requests without a token pass (they are refused later).
+func (t *Throttles) ByBearerToken(limit Limit) func(http.Handler) http.Handler {
+	return t.middleware(limit, func(r *http.Request) (string, bool) {
+		h := r.Header.Get("Authorization")
+		if h == "" {
+			return "", false
+		}
+		if len(h) > maxHashedCredential {
+			return "oversized", true // refused by verification anyway; not worth hashing
+		}
+		sum := sha256.Sum256([]byte(h))
+		return hex.EncodeToString(sum[:16]), true
+	})
+}
+
+func (t *Throttles) middleware(limit Limit, key func(*http.Request) (string, bool)) func(http.Handler) http.Handler {
+	opts := []httprate.Option{
+		httprate.WithResponseHeaders(httprate.ResponseHeaders{
+			Limit: "RateLimit-Limit", Remaining: "RateLimit-Remaining", Reset: "RateLimit-Reset", RetryAfter: "Retry-After",
+		}),
+		httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
+			t.hits.WithLabelValues(limit.Name).Inc()
+			problem.Write(w, http.StatusTooManyRequests, "rate-limited", "Too many requests; retry after the time in Retry-After.")
+		}),
+		httprate.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+			t.opts.Log.ErrorContext(r.Context(), "throttle failed", "limit", limit.Name, "error", err)
+			problem.Unavailable(w, time.Second, "Please retry.")
+		}),
+	}
+	if t.redis != nil {
+		opts = append(opts, httprateredis.WithRedisLimitCounter(&httprateredis.Config{
+			Client: t.redis, PrefixKey: t.opts.KeyPrefix + ":" + limit.Name, WindowLength: limit.Window,
+			FallbackTimeout: 200 * time.Millisecond,
+			OnFallbackChange: func(activated bool) {
+				if activated {
+					t.fallback.WithLabelValues(limit.Name).Inc()
+					t.opts.Log.Warn("Redis unreachable: throttle counts locally until it returns", "limit", limit.Name)
+				} else {
+					t.opts.Log.Info("Redis reachable again: throttle counts are shared", "limit", limit.Name)
+				}
+			},
+		}))
+	}
+	limiter := httprate.NewRateLimiter(limit.Requests, limit.Window, opts...)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			k, ok := key(r)
+			if ok && limiter.RespondOnLimit(w, r, limit.Name+":"+k) {
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// ClientIP is the request's client address: the socket peer, unless that peer is a trusted
+// proxy, in which case the right-most X-Forwarded-For entry not itself trusted.
+func ClientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
+	peer := parseAddr(r.RemoteAddr)
+	if !isTrusted(peer, trusted) {
+		return peer
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		addr := parseAddr(strings.TrimSpace(hops[i]))
+		if !addr.IsValid() {
+			break
+		}
+		if !isTrusted(addr, trusted) {
+			return addr
+		}
+		peer = addr
+	}
+	return peer
+}
+
+func isTrusted(addr netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+func parseAddr(s string) netip.Addr {
+	if host, _, err := net.SplitHostPort(s); err == nil {
+		s = host
+	}
+	addr, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return addr.Unmap()
+}
