@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -11,25 +13,67 @@ import (
 	"tollgate/internal/problem"
 )
 
-type userKey struct{}
+type credentialKey struct{}
+
+// credential is the request's bearer token, read and hashed once at the front of the
+// chain: the per-token throttle and the verifier both key on the digest.
+type credential struct {
+	token  string
+	sent   bool // a bearer credential was presented, well-formed or not
+	digest [32]byte
+	user   User // set once verified
+}
+
+func credentialOf(ctx context.Context) *credential {
+	c, _ := ctx.Value(credentialKey{}).(*credential)
+	return c
+}
 
 // CurrentUser is the verified user of an /api request. Handlers behind Authenticate can
 // rely on ok being true.
 func CurrentUser(ctx context.Context) (User, bool) {
-	u, ok := ctx.Value(userKey{}).(User)
-	return u, ok
+	c := credentialOf(ctx)
+	if c == nil || c.user.ID == "" {
+		return User{}, false
+	}
+	return c.user, true
+}
+
+// readCredential parses the Authorization header into the request's credential.
+func readCredential(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := &credential{}
+		c.token, c.sent = bearerToken(r.Header.Get("Authorization"))
+		if len(c.token) > MaxTokenBytes {
+			c.token = "" // refused unread: not worth hashing
+		}
+		if c.token != "" {
+			c.digest = sha256.Sum256([]byte(c.token))
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credentialKey{}, c)))
+	})
+}
+
+// tokenKey is the per-token throttle's key: the token's digest, never its claims.
+func tokenKey(r *http.Request) (string, bool) {
+	c := credentialOf(r.Context())
+	if c == nil || c.token == "" {
+		return "", false
+	}
+	return hex.EncodeToString(c.digest[:16]), true
 }
 
 // Authenticate admits only requests with a valid bearer token; nothing else reaches next.
+// It runs behind readCredential.
 func Authenticate(v *Verifier, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			token, sent := bearerToken(r.Header.Get("Authorization"))
-			if token == "" {
-				unauthorized(w, sent, "A bearer token is required.")
+			c := credentialOf(r.Context())
+			if c == nil || c.token == "" {
+				unauthorized(w, c != nil && c.sent, "A bearer token is required.")
 				return
 			}
-			user, err := v.Verify(r.Context(), token)
+			user, err := v.verify(r.Context(), c.token, c.digest)
 			switch {
 			case errors.Is(err, ErrNoKeySet):
 				log.WarnContext(r.Context(), "token not judged: no key set loaded")
@@ -39,7 +83,8 @@ func Authenticate(v *Verifier, log *slog.Logger) func(http.Handler) http.Handler
 				unauthorized(w, true, "The bearer token is invalid or expired.")
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
+			c.user = user
+			next.ServeHTTP(w, r)
 		})
 	}
 }
@@ -55,7 +100,7 @@ func bearerToken(header string) (token string, sent bool) {
 		return "", false
 	}
 	token = strings.TrimSpace(rest)
-	if token == "" || strings.ContainsAny(token, " \t") {
+	if token == "" || strings.IndexByte(token, ' ') >= 0 || strings.IndexByte(token, '\t') >= 0 {
 		return "", true
 	}
 	return token, true

@@ -137,27 +137,34 @@ func (ks *KeySet) refreshInterval() time.Duration {
 // Key finds the verification key for a token. An unknown kid triggers one rate-limited
 // refetch, shared by every request that arrives while it runs.
 func (ks *KeySet) Key(ctx context.Context, token *jwt.Token) (any, error) {
-	ks.mu.Lock()
-	keys := ks.keys
-	ks.mu.Unlock()
+	keys, version := ks.current()
 	if keys == nil {
-		if ks.fetchOnDemand(ctx, "first_use") != nil || !ks.Loaded() {
+		if ks.fetchOnDemand(ctx, "first_use") != nil {
 			return nil, ErrNoKeySet
 		}
-		return ks.Key(ctx, token)
+		if keys, version = ks.current(); keys == nil {
+			return nil, ErrNoKeySet
+		}
 	}
 	key, err := keys.KeyfuncCtx(ctx)(token)
 	if err == nil || !errors.Is(err, jwkset.ErrKeyNotFound) {
 		return key, err
 	}
-	before := ks.Version()
-	if ks.fetchOnDemand(ctx, "unknown_kid") != nil || ks.Version() == before {
+	// Another fetch may already have brought the kid in since this lookup began.
+	if ks.Version() == version && ks.fetchOnDemand(ctx, "unknown_kid") != nil {
 		return nil, err
 	}
+	if keys, latest := ks.current(); latest != version {
+		return keys.KeyfuncCtx(ctx)(token)
+	}
+	return nil, err
+}
+
+// current is the installed key set and its version, read together.
+func (ks *KeySet) current() (keyfunc.Keyfunc, uint64) {
 	ks.mu.Lock()
-	keys = ks.keys
-	ks.mu.Unlock()
-	return keys.KeyfuncCtx(ctx)(token)
+	defer ks.mu.Unlock()
+	return ks.keys, ks.version
 }
 
 // fetchOnDemand joins a fetch already running, or starts one if the limiter allows, and

@@ -52,18 +52,22 @@ func (a *API) Routes(mux *http.ServeMux) {
 	inner.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, http.StatusNotFound, "not-found", "There is no such API endpoint.")
 	})
-	var h http.Handler = inner
-	h = Authenticate(a.opts.Verifier, a.opts.Log)(h)
-	h = a.opts.Throttles.ByBearerToken(a.opts.PerToken)(h)
-	h = a.opts.Throttles.ByIP(a.opts.PerIP)(h)
-	h = a.opts.CORS.Handler(h)
-	mux.Handle("/api/", h)
+	mux.Handle("/api/", a.guard(inner))
 
 	if a.opts.SwaggerUI {
 		docs := docsHandler()
 		mux.Handle("GET /api-docs", docs)
 		mux.Handle("GET /api-docs/", docs)
 	}
+}
+
+// guard puts the /api/* middleware in front of next.
+func (a *API) guard(next http.Handler) http.Handler {
+	h := Authenticate(a.opts.Verifier, a.opts.Log)(next)
+	h = a.opts.Throttles.By(a.opts.PerToken, tokenKey)(h)
+	h = readCredential(h)
+	h = a.opts.Throttles.ByIP(a.opts.PerIP)(h)
+	return a.opts.CORS.Handler(h)
 }
 
 // Config is the huma configuration of /api/v1: its own docs page and schema links are off

@@ -104,11 +104,25 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (User, error) {
 	if len(raw) > MaxTokenBytes {
 		return User{}, errInvalidToken
 	}
+	return v.verify(ctx, raw, sha256.Sum256([]byte(raw)))
+}
+
+// verify is Verify with the token's digest already computed.
+func (v *Verifier) verify(ctx context.Context, raw string, digest [32]byte) (User, error) {
 	version := v.keys.Version()
-	digest := sha256.Sum256([]byte(raw))
 	if user, ok := v.cache.get(digest, version, v.now()); ok {
 		return user, nil
 	}
+	user, expires, err := v.verifyUncached(ctx, raw)
+	if err != nil {
+		return User{}, err
+	}
+	v.cache.put(digest, cachedToken{user: user, expires: expires, version: version})
+	return user, nil
+}
+
+// verifyUncached does the full check: signature against the key set, then the claims.
+func (v *Verifier) verifyUncached(ctx context.Context, raw string) (User, time.Time, error) {
 	var c claims
 	_, err := v.parser.ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
 		if t.Method.Alg() == "HS256" {
@@ -118,9 +132,9 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (User, error) {
 	})
 	switch {
 	case errors.Is(err, ErrNoKeySet):
-		return User{}, ErrNoKeySet
+		return User{}, time.Time{}, ErrNoKeySet
 	case err != nil, c.Subject == "":
-		return User{}, errInvalidToken
+		return User{}, time.Time{}, errInvalidToken
 	}
 	user := User{
 		ID: c.Subject, Email: c.Email, Phone: c.Phone, Role: c.Role, AAL: c.AAL, SessionID: c.SessionID,
@@ -132,8 +146,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (User, error) {
 	if user.UserMetadata == nil {
 		user.UserMetadata = map[string]any{}
 	}
-	v.cache.put(digest, cachedToken{user: user, expires: c.ExpiresAt.Add(Leeway), version: v.keys.Version()})
-	return user, nil
+	return user, c.ExpiresAt.Add(Leeway), nil
 }
 
 // tokenCache remembers verified tokens by digest until they expire or the key set changes,

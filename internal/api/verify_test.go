@@ -127,9 +127,9 @@ func TestAttacksNeverReachAHandler(t *testing.T) {
 		{"no header", ""},
 	}
 	var reached atomic.Int64
-	guarded := Authenticate(h.verifier, slog.New(slog.NewTextHandler(h.logs, nil)))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+	guarded := readCredential(Authenticate(h.verifier, slog.New(slog.NewTextHandler(h.logs, nil)))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		reached.Add(1)
-	}))
+	})))
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodGet, "/api/v1/me", nil)

@@ -372,3 +372,40 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestAPIDocsAndReadinessByEnvironment(t *testing.T) {
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	defer jwks.Close()
+	build := func(vars map[string]string) http.Handler {
+		vars["MOBILE_WEBHOOK_SECRET"], vars["WEB_WEBHOOK_SECRET"] = mobileSecret, webSecret
+		cfg, err := config.Load(func(k string) string { return vars[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewServer(env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dbtest.SQLite(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Handler()
+	}
+	get := func(h http.Handler, path string) int {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code
+	}
+	production := build(map[string]string{"APP_ENV": "production", "AUTH_URL": jwks.URL})
+	if code := get(production, "/api-docs"); code != http.StatusNotFound {
+		t.Errorf("production /api-docs without SWAGGER_UI_ENABLED: %d, want 404", code)
+	}
+	if code := get(production, "/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("readyz before the key set loaded: %d, want 503", code)
+	}
+	if code := get(build(map[string]string{"APP_ENV": "production", "SWAGGER_UI_ENABLED": "true"}), "/api-docs"); code != http.StatusOK {
+		t.Errorf("production /api-docs with SWAGGER_UI_ENABLED: %d", code)
+	}
+	if code := get(build(map[string]string{}), "/api-docs"); code != http.StatusOK {
+		t.Errorf("development /api-docs: %d", code)
+	}
+}

@@ -1,0 +1,145 @@
+package api
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"tollgate/internal/db/dbtest"
+	"tollgate/internal/ratelimit"
+)
+
+// Pairs measured in the same run; docs/performance.md reports the ratios. Throttle limits
+// are raised so that the benchmark measures their cost, not their refusals.
+var benchLimits = harnessConfig{
+	perIP:    ratelimit.Limit{Name: "api/ip", Requests: 1 << 30, Window: time.Minute},
+	perToken: ratelimit.Limit{Name: "api/token", Requests: 1 << 30, Window: time.Minute},
+}
+
+const benchSenders = 16
+
+// serveParallel sends GETs with the same Authorization to url from 16 concurrent senders.
+func serveParallel(b *testing.B, url, authorization string) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * benchSenders}}
+	b.SetParallelism(max(1, benchSenders/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest(http.MethodGet, url, nil)
+			req.Header.Set("Authorization", authorization)
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// BenchmarkMiddleware (a): the whole /api/* stack (CORS, both throttles, verification of a
+// repeated valid token) over a trivial handler, against the same handler bare, both over
+// loopback HTTP.
+//
+//	go test -run '^$' -bench Middleware -benchtime 3s -count 5 ./internal/api
+func BenchmarkMiddleware(b *testing.B) {
+	cfg := benchLimits
+	cfg.cors = CORS{Origins: []string{"https://app.example.com"}}
+	h := newHarness(b, cfg)
+	trivial := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
+	token := bearer(h.key.mint(b, validClaims()))
+	a := New(Options{Verifier: h.verifier, Throttles: h.throttles, PerIP: cfg.perIP, PerToken: cfg.perToken, CORS: cfg.cors, Log: nil})
+	for _, tc := range []struct {
+		name    string
+		handler http.Handler
+	}{{"bare", trivial}, {"stack", a.guard(trivial)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			srv := httptest.NewServer(tc.handler)
+			defer srv.Close()
+			serveParallel(b, srv.URL+"/api/v1/ping", token)
+		})
+	}
+}
+
+// BenchmarkMe (b): GET /api/v1/me end to end on Postgres, against issuing the same
+// database reads directly (entitlements and usage).
+//
+//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench Me -benchtime 3s -count 5 ./internal/api
+func BenchmarkMe(b *testing.B) {
+	cfg := benchLimits
+	cfg.db = dbtest.Postgres(b)
+	h := newHarness(b, cfg)
+	token := bearer(h.key.mint(b, validClaims()))
+	ctx := context.Background()
+	if _, err := h.billing.RecordUsage(ctx, testUser, "projects", 1); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("direct", func(b *testing.B) {
+		b.SetParallelism(max(1, benchSenders/runtime.GOMAXPROCS(0)))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				e, err := h.billing.Entitlements(ctx, testUser)
+				if err == nil {
+					_, err = h.billing.UsageThisPeriod(ctx, e)
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	})
+	b.Run("http", func(b *testing.B) {
+		srv := httptest.NewServer(h.handler)
+		defer srv.Close()
+		serveParallel(b, srv.URL+"/api/v1/me", token)
+	})
+}
+
+// BenchmarkES256 (c): one cold verification (parse, key lookup, signature, claims; no cache)
+// against crypto/ecdsa verifying the same signature alone.
+//
+//	go test -run '^$' -bench ES256 -benchtime 3s -count 5 ./internal/api
+func BenchmarkES256(b *testing.B) {
+	h := newHarness(b, harnessConfig{})
+	raw := h.key.mint(b, validClaims())
+	ctx := context.Background()
+	if _, _, err := h.verifier.verifyUncached(ctx, raw); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("verifier", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := h.verifier.verifyUncached(ctx, raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ecdsa", func(b *testing.B) {
+		dot := strings.LastIndexByte(raw, '.')
+		sig, _ := base64.RawURLEncoding.DecodeString(raw[dot+1:])
+		r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
+		pub := h.key.private.Public().(*ecdsa.PublicKey)
+		for b.Loop() {
+			digest := sha256.Sum256([]byte(raw[:dot]))
+			if !ecdsa.Verify(pub, digest[:], r, s) {
+				b.Fatal("signature does not verify")
+			}
+		}
+	})
+}
