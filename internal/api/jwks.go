@@ -69,6 +69,9 @@ func NewKeySet(url string, opts KeySetOptions) *KeySet {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 10 * time.Second}
 	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
 	ks := &KeySet{
 		url: url, opts: opts,
 		limiter: rate.NewLimiter(rate.Every(opts.UnknownKIDInterval), 1),

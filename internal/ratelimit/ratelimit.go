@@ -57,6 +57,9 @@ func New(opts Options) (*Throttles, error) {
 	if opts.KeyPrefix == "" {
 		opts.KeyPrefix = "tollgate:throttle"
 	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
 	t := &Throttles{
 		opts: opts,
 		hits: prometheus.NewCounterVec(prometheus.CounterOpts{
