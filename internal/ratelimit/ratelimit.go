@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/httprate"
@@ -46,8 +47,10 @@ type Options struct {
 
 // Throttles builds throttling middleware.
 type Throttles struct {
-	opts     Options
-	redis    *redis.Client
+	opts  Options
+	redis *redis.Client
+	// redisDown is shared by every throttle so that one outage is reported once.
+	redisDown atomic.Bool
 	hits     *prometheus.CounterVec
 	fallback *prometheus.CounterVec
 }
@@ -127,9 +130,11 @@ func (t *Throttles) middleware(limit Limit, key func(*http.Request) (string, boo
 			OnFallbackChange: func(activated bool) {
 				if activated {
 					t.fallback.WithLabelValues(limit.Name).Inc()
-					t.opts.Log.Warn("Redis unreachable: throttle counts locally until it returns", "limit", limit.Name)
-				} else {
-					t.opts.Log.Info("Redis reachable again: throttle counts are shared", "limit", limit.Name)
+					if t.redisDown.CompareAndSwap(false, true) {
+						t.opts.Log.Warn("Redis unreachable: throttles count locally until it returns")
+					}
+				} else if t.redisDown.CompareAndSwap(true, false) {
+					t.opts.Log.Info("Redis reachable again: throttle counts are shared")
 				}
 			},
 		}))
