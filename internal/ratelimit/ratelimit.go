@@ -51,8 +51,8 @@ type Throttles struct {
 	redis *redis.Client
 	// redisDown is shared by every throttle so that one outage is reported once.
 	redisDown atomic.Bool
-	hits     *prometheus.CounterVec
-	fallback *prometheus.CounterVec
+	hits      *prometheus.CounterVec
+	fallback  *prometheus.CounterVec
 }
 
 // New prepares throttles; with a Redis URL it opens (lazily) one client for all of them.
