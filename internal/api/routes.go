@@ -64,7 +64,7 @@ func (a *API) Routes(mux *http.ServeMux) {
 // guard puts the /api/* middleware in front of next.
 func (a *API) guard(next http.Handler) http.Handler {
 	h := Authenticate(a.opts.Verifier, a.opts.Log)(next)
-	h = a.opts.Throttles.By(a.opts.PerToken, tokenKey)(h)
+	h = a.opts.Throttles.By(a.opts.PerToken, tokenKey, nil)(h)
 	h = readCredential(h)
 	h = a.opts.Throttles.ByIP(a.opts.PerIP)(h)
 	return a.opts.CORS.Handler(h)

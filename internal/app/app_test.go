@@ -190,7 +190,7 @@ func TestServeEndToEnd(t *testing.T) {
 		{"/healthz", "application/json", `{"status":"ok"}`, 200},
 		{"/readyz", "application/json", `{"status":"ready"}`, 200},
 		{"/up", "text/html; charset=utf-8", "<html>", 200},
-		{"/nowhere", "application/problem+json", `"status":404`, 404},
+		{"/nowhere", "text/html; charset=utf-8", "There is nothing at this address", 404},
 	}
 	for _, r := range routes {
 		resp, err := http.Get(base + r.path)

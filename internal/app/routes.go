@@ -12,7 +12,7 @@ import (
 )
 
 // Handler is the whole URL surface. Each domain mounts its own routes; the operational
-// ones are here.
+// ones are here. The more specific patterns of the API and webhooks win over the forms' "/".
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 
@@ -23,10 +23,7 @@ func (s *Server) Handler() http.Handler {
 
 	s.billing.Routes(mux, s.cfg.BillingMount)
 	s.api.Routes(mux)
-
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		problem.Write(w, http.StatusNotFound, "not-found", "There is nothing at this path.")
-	})
+	mux.Handle("/", s.web.Handler()) // the forms, and the HTML 404 for everything else
 	return s.withRequestID(s.withAccessLog(s.withRecover(mux)))
 }
 

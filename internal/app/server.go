@@ -15,7 +15,9 @@ import (
 	"tollgate/internal/billing"
 	"tollgate/internal/config"
 	"tollgate/internal/db"
+	"tollgate/internal/identity"
 	"tollgate/internal/ratelimit"
+	"tollgate/internal/web"
 )
 
 // shutdownGrace is how long in-flight requests get to finish after SIGINT or SIGTERM.
@@ -30,6 +32,7 @@ type Server struct {
 	keys      *api.KeySet
 	throttles *ratelimit.Throttles
 	api       *api.API
+	web       *web.Web
 	registry  *prometheus.Registry
 	metrics   *httpMetrics
 }
@@ -64,6 +67,14 @@ func NewServer(e env, d *db.DB) (*Server, error) {
 		SwaggerUI: e.cfg.SwaggerUIEnabled,
 		Log:       e.log,
 	})
+	s.web, err = web.New(web.Options{
+		DB: d, Identity: identity.New(e.cfg.AuthURL, e.cfg.AuthAPIKey, nil), Billing: s.billing, Throttles: throttles,
+		PublicURL: e.cfg.PublicURL, OAuthProviders: e.cfg.OAuthProviders, SecureCookies: e.cfg.Env != config.Development,
+		Log: e.log,
+	})
+	if err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -95,19 +95,29 @@ func (t *Throttles) Close() error {
 	return nil
 }
 
-// ByIP limits requests per client IP.
+// IPKey keys a throttle on the client IP.
+func (t *Throttles) IPKey(r *http.Request) (string, bool) {
+	return httprate.CanonicalizeIP(ClientIP(r, t.opts.TrustedProxies).String()), true
+}
+
+// ByIP limits requests per client IP, refusing with a 429 problem.
 func (t *Throttles) ByIP(limit Limit) func(http.Handler) http.Handler {
-	return t.By(limit, func(r *http.Request) (string, bool) {
-		return httprate.CanonicalizeIP(ClientIP(r, t.opts.TrustedProxies).String()), true
-	})
+	return t.By(limit, t.IPKey, nil)
 }
 
-// By limits requests per key; requests for which key reports false pass uncounted.
-func (t *Throttles) By(limit Limit, key func(*http.Request) (string, bool)) func(http.Handler) http.Handler {
-	return t.middleware(limit, key)
+// By limits requests per key; requests for which key reports false pass uncounted. A
+// refused request gets onLimit, or a 429 problem when onLimit is nil; Retry-After and the
+// RateLimit headers are set either way.
+func (t *Throttles) By(limit Limit, key func(*http.Request) (string, bool), onLimit http.HandlerFunc) func(http.Handler) http.Handler {
+	return t.middleware(limit, key, onLimit)
 }
 
-func (t *Throttles) middleware(limit Limit, key func(*http.Request) (string, bool)) func(http.Handler) http.Handler {
+func (t *Throttles) middleware(limit Limit, key func(*http.Request) (string, bool), onLimit http.HandlerFunc) func(http.Handler) http.Handler {
+	if onLimit == nil {
+		onLimit = func(w http.ResponseWriter, r *http.Request) {
+			problem.Write(w, http.StatusTooManyRequests, "rate-limited", "Too many requests; retry after the time in Retry-After.")
+		}
+	}
 	opts := []httprate.Option{
 		httprate.WithResponseHeaders(httprate.ResponseHeaders{
 			// RateLimit-* in Go's canonical spelling, which is what goes on the wire anyway;
@@ -116,7 +126,7 @@ func (t *Throttles) middleware(limit Limit, key func(*http.Request) (string, boo
 		}),
 		httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
 			t.hits.WithLabelValues(limit.Name).Inc()
-			problem.Write(w, http.StatusTooManyRequests, "rate-limited", "Too many requests; retry after the time in Retry-After.")
+			onLimit(w, r)
 		}),
 		httprate.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 			t.opts.Log.ErrorContext(r.Context(), "throttle failed", "limit", limit.Name, "error", err)

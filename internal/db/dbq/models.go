@@ -102,3 +102,9 @@ type UsageLimit struct {
 	EntitlementID int64
 	LimitValue    int64
 }
+
+type WebSession struct {
+	Token  string
+	Data   []byte
+	Expiry time.Time
+}

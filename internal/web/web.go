@@ -1,0 +1,284 @@
+// Package web serves the server-rendered forms (SPEC 1.1): sign-in, sign-up, password
+// reset, one-time codes and OAuth with PKCE, backed by the identity service, with
+// server-side sessions in tollgate's database.
+package web
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/alexedwards/scs/v2"
+
+	"tollgate/internal/billing"
+	"tollgate/internal/db"
+	"tollgate/internal/identity"
+	"tollgate/internal/ratelimit"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Options wires the forms to their collaborators.
+type Options struct {
+	DB             *db.DB
+	Identity       *identity.Client
+	Billing        *billing.Service
+	Throttles      *ratelimit.Throttles
+	PublicURL      string
+	OAuthProviders []string
+	// SecureCookies: Secure and __Host- on the session cookie (off only in development).
+	SecureCookies bool
+	// PerIP and PerEmail bound form submissions; zero values take the defaults.
+	PerIP, PerEmail ratelimit.Limit
+	Log             *slog.Logger
+}
+
+// Web is the forms surface.
+type Web struct {
+	opts      Options
+	sessions  *scs.SessionManager
+	refresher *refresher
+	pages     map[string]*template.Template
+}
+
+// Form throttles: generous for people, tight for scripts (DESIGN §5).
+var (
+	defaultPerIP    = ratelimit.Limit{Name: "forms/ip", Requests: 30, Window: time.Minute}
+	defaultPerEmail = ratelimit.Limit{Name: "forms/email", Requests: 10, Window: 10 * time.Minute}
+)
+
+// New parses the templates and prepares the session manager.
+func New(opts Options) (*Web, error) {
+	if opts.PerIP.Requests == 0 {
+		opts.PerIP = defaultPerIP
+	}
+	if opts.PerEmail.Requests == 0 {
+		opts.PerEmail = defaultPerEmail
+	}
+	w := &Web{
+		opts:      opts,
+		sessions:  newSessionManager(opts.DB, opts.SecureCookies),
+		refresher: &refresher{client: opts.Identity, calls: map[string]*refreshCall{}},
+		pages:     map[string]*template.Template{},
+	}
+	for _, page := range []string{"session_new", "registration_new", "passwords_new", "passwords_edit", "otp_new", "otp_verify", "account", "message"} {
+		t, err := template.ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
+		if err != nil {
+			return nil, err
+		}
+		w.pages[page] = t
+	}
+	return w, nil
+}
+
+// page is what every template gets.
+type page struct {
+	Title          string
+	Alert, Notice  string
+	Email, Phone   string
+	Type           string
+	Token          string
+	OAuthProviders []oauthLink
+	Account        *accountView
+}
+
+type oauthLink struct{ ID, Label string }
+
+type accountView struct {
+	Email, Plan, Status, PeriodEnd string
+	Entitlements                   []string
+}
+
+// render writes a page with status. The one-request messages are taken from the session
+// unless the handler set them for this render.
+func (w *Web) render(rw http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	if p.Alert == "" {
+		p.Alert = w.sessions.PopString(r.Context(), keyAlert)
+	}
+	if p.Notice == "" {
+		p.Notice = w.sessions.PopString(r.Context(), keyNotice)
+	}
+	w.write(rw, r, status, name, p)
+}
+
+// write renders without touching the session, for refusals made before it is loaded.
+func (w *Web) write(rw http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	var buf bytes.Buffer
+	if err := w.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
+		w.opts.Log.ErrorContext(r.Context(), "render failed", "page", name, "error", err)
+		http.Error(rw, "Something went wrong on our side.", http.StatusInternalServerError)
+		return
+	}
+	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+	rw.WriteHeader(status)
+	rw.Write(buf.Bytes())
+}
+
+// redirect answers 303 to a validated local path, with an optional one-request message.
+func (w *Web) redirect(rw http.ResponseWriter, r *http.Request, target, key, message string) {
+	if message != "" {
+		w.sessions.Put(r.Context(), key, message)
+	}
+	http.Redirect(rw, r, safeRedirect(target), http.StatusSeeOther)
+}
+
+func (w *Web) oauthLinks() []oauthLink {
+	var links []oauthLink
+	for _, id := range w.opts.OAuthProviders {
+		label := id
+		if id != "" {
+			label = strings.ToUpper(id[:1]) + id[1:]
+		}
+		links = append(links, oauthLink{ID: id, Label: label})
+	}
+	return links
+}
+
+// securityHeaders go on every HTML response (DESIGN §5). Referrer-Policy no-referrer is
+// set everywhere because several pages are reached with codes in their URL.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+			"form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// methodOverride turns POST forms with _method=PUT or DELETE into those methods (the
+// convention SPEC's routes assume). It reads at most 64 KiB of form.
+func methodOverride(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+			if err := r.ParseForm(); err != nil {
+				http.Error(w, "The form could not be read.", http.StatusBadRequest)
+				return
+			}
+			switch m := strings.ToUpper(r.PostFormValue("_method")); m {
+			case http.MethodPut, http.MethodDelete, http.MethodPatch:
+				r.Method = m
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// emailKey keys the per-address form throttle on the submitted e-mail (or phone).
+func emailKey(r *http.Request) (string, bool) {
+	if r.Method == http.MethodGet {
+		return "", false
+	}
+	to := strings.ToLower(strings.TrimSpace(r.PostFormValue("email")))
+	if to == "" {
+		to = strings.TrimSpace(r.PostFormValue("phone"))
+	}
+	return to, to != ""
+}
+
+// postsOnly applies a throttle to state-changing requests only.
+func postsOnly(throttle func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		throttled := throttle(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				next.ServeHTTP(w, r)
+				return
+			}
+			throttled.ServeHTTP(w, r)
+		})
+	}
+}
+
+func (w *Web) tooManyRequests(rw http.ResponseWriter, r *http.Request) {
+	w.render(rw, r, http.StatusTooManyRequests, "message", page{Title: "Slow down",
+		Alert: "Too many attempts. Please wait a minute and try again."})
+}
+
+func (w *Web) forbidden(rw http.ResponseWriter, r *http.Request) {
+	w.write(rw, r, http.StatusForbidden, "message", page{Title: "Request refused",
+		Alert: "This form was submitted from another site, so it was refused. Please use the form on this site."})
+}
+
+func (w *Web) notFound(rw http.ResponseWriter, r *http.Request) {
+	w.render(rw, r, http.StatusNotFound, "message", page{Title: "Not found", Alert: "There is nothing at this address."})
+}
+
+// staticFiles serves the stylesheet and script embedded in the binary.
+func staticFiles() http.Handler {
+	sub, _ := fs.Sub(staticFS, "static")
+	return http.StripPrefix("/static/", http.FileServerFS(sub))
+}
+
+// LookupUser is SPEC 1.4's user lookup: with an explicit token, that token's user; else the
+// current session's, refreshing it first when it is about to expire; with neither, nil.
+// A rejection by the identity service comes back as an *identity.Error.
+func (w *Web) LookupUser(ctx context.Context, token string) (*identity.User, error) {
+	if token == "" {
+		var err error
+		if token, err = w.sessionAccessToken(ctx); err != nil || token == "" {
+			return nil, err
+		}
+	}
+	u, err := w.opts.Identity.GetUser(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// sessionAccessToken is the session's access token, refreshed (single-flight) when it
+// expires within refreshWindow. It returns "" when the session has none.
+func (w *Web) sessionAccessToken(ctx context.Context) (string, error) {
+	access := w.sessions.GetString(ctx, keyAccessToken)
+	if access == "" {
+		return "", nil
+	}
+	expiresAt := time.Unix(w.sessions.GetInt64(ctx, keyExpiresAt), 0)
+	if time.Until(expiresAt) > refreshWindow {
+		return access, nil
+	}
+	s, err := w.refresher.refresh(ctx, w.sessions.GetString(ctx, keyRefreshToken))
+	if err != nil {
+		return "", err
+	}
+	w.storeTokens(ctx, s)
+	return s.AccessToken, nil
+}
+
+// signIn starts a signed-in session: a new session id (no fixation), then the tokens.
+func (w *Web) signIn(ctx context.Context, s identity.Session) error {
+	if err := w.sessions.RenewToken(ctx); err != nil {
+		return err
+	}
+	w.storeTokens(ctx, s)
+	w.sessions.Put(ctx, keyUserID, s.User.ID)
+	w.sessions.Put(ctx, keyEmail, s.User.Email)
+	return nil
+}
+
+func (w *Web) storeTokens(ctx context.Context, s identity.Session) {
+	w.sessions.Put(ctx, keyAccessToken, s.AccessToken)
+	w.sessions.Put(ctx, keyRefreshToken, s.RefreshToken)
+	w.sessions.Put(ctx, keyExpiresAt, s.ExpiresAt)
+}
+
+// isUnavailable reports whether err means the identity service could not answer.
+func isUnavailable(err error) bool {
+	return errors.Is(err, identity.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+}
