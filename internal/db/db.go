@@ -49,7 +49,8 @@ func Open(ctx context.Context, databaseURL string) (*DB, error) {
 		if memory {
 			path = "file::memory:"
 		} else {
-			path = "file:" + path
+			// A file: URI percent-decodes its path and ends it at ? or #.
+			path = "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 		}
 		q := url.Values{}
 		for _, p := range []string{"foreign_keys(1)", "busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)"} {

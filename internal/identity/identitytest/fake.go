@@ -145,7 +145,7 @@ func (f *Fake) addUser(email, phone, password string, confirmed bool) *user {
 	return u
 }
 
-// Calls is how many requests reached path (e.g. "/token").
+// Calls is how many requests reached path (e.g. "/token", or "/token?grant_type=refresh_token").
 func (f *Fake) Calls(path string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -209,6 +209,9 @@ func (f *Fake) handler() http.Handler {
 		path := strings.TrimPrefix(r.URL.Path, "/auth/v1")
 		f.mu.Lock()
 		f.calls[path]++
+		if path == "/token" {
+			f.calls[path+"?grant_type="+r.URL.Query().Get("grant_type")]++
+		}
 		mode := f.mode
 		next, failing := f.nextError[path]
 		delete(f.nextError, path)
@@ -366,6 +369,11 @@ func (f *Fake) recover(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if u := f.users[str(b, "email")]; u != nil {
+		for link, email := range f.recoveries { // a user has one recovery token: the newest
+			if email == u.Email {
+				delete(f.recoveries, link)
+			}
+		}
 		// The link the e-mail would hold: /verify, which redirects back with a PKCE code.
 		q := url.Values{"token": {randomHex(16)}, "type": {"recovery"}, "redirect_to": {r.URL.Query().Get("redirect_to")},
 			"code_challenge": {str(b, "code_challenge")}}
