@@ -1,0 +1,184 @@
+package app
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"tollgate/internal/identity/identitytest"
+)
+
+// screenshotDir collects a picture of each form for people to look at (git ignores it).
+const screenshotDir = "../../screenshots"
+
+func chromiumPath(t *testing.T) string {
+	for _, p := range []string{os.Getenv("CHROMIUM_PATH"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if p == "" {
+			continue
+		}
+		if _, err := exec.LookPath(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium is not installed; CI must install it (apt-get install chromium)")
+	}
+	t.Skip("chromium not installed: browser tests skipped")
+	return ""
+}
+
+// browser starts headless Chromium with flags that keep it off the network.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(900, 900),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
+	return ctx
+}
+
+func screenshot(name string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		png, err := chromedp.FullScreenshot(100)(ctx, t)
+		if err == nil {
+			err = os.MkdirAll(screenshotDir, 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(screenshotDir, name+".png"), png, 0o644)
+		}
+		return chromedp.Void{}, err
+	}
+}
+
+// TestBrowserJourneys walks every form in a real browser against the real server.
+func TestBrowserJourneys(t *testing.T) {
+	ctx := browser(t)
+	fake := identitytest.New(t)
+	env := testEnv(t, map[string]string{
+		"APP_ENV": "development", "AUTH_URL": fake.URL, "OAUTH_PROVIDERS": "github,google",
+	})
+	startServe(t, env)
+	base := env["PUBLIC_URL"]
+
+	location := func() string {
+		u, _ := chromedp.Run(ctx, chromedp.Location())
+		return strings.TrimPrefix(u, base)
+	}
+	textOf := func(sel string) string {
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("read %s: %v (at %s)", sel, err, location())
+		}
+		return s
+	}
+	run := func(step string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if err := chromedp.Do(stepCtx, steps...); err != nil {
+			t.Fatalf("%s: %v (at %s)", step, err, location())
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil { // starts the browser without a deadline
+		t.Fatal(err)
+	}
+
+	t.Run("sign-up lands on the account page", func(t *testing.T) {
+		fake.Autoconfirm = true
+		run("sign-up", chromedp.Navigate(base+"/registration/new"), chromedp.WaitVisible(chromedp.CSS("#email")), screenshot("sign-up"),
+			chromedp.SendKeys(chromedp.CSS("#email"), "browser@example.test"),
+			chromedp.SendKeys(chromedp.CSS("#password"), "a-good-password"),
+			chromedp.Submit(chromedp.CSS("#password")),
+			chromedp.WaitVisible(chromedp.CSS("dl.account")), screenshot("account"))
+		if location() != "/" || !strings.Contains(textOf("dl.account"), "browser@example.test") || !strings.Contains(textOf("dl.account"), "Free") {
+			t.Fatalf("account page at %s: %q", location(), textOf("dl.account"))
+		}
+	})
+
+	t.Run("sign-out, then a wrong and a right password", func(t *testing.T) {
+		run("sign-out", chromedp.Click(chromedp.CSS("form button.secondary")), chromedp.WaitVisible(chromedp.CSS(".notice")))
+		if location() != "/session/new" || textOf(".notice") != "You have been signed out." {
+			t.Fatalf("after sign-out at %s", location())
+		}
+		run("wrong password", chromedp.SendKeys(chromedp.CSS("#email"), "browser@example.test"),
+			chromedp.SendKeys(chromedp.CSS("#password"), "not-the-password"),
+			chromedp.Submit(chromedp.CSS("#password")), chromedp.WaitVisible(chromedp.CSS(".alert")), screenshot("sign-in-alert"))
+		if textOf(".alert") != "Invalid credentials" {
+			t.Fatalf("alert %q", textOf(".alert"))
+		}
+		kept, _ := chromedp.Run(ctx, chromedp.Value(chromedp.CSS("#email")))
+		if kept != "browser@example.test" {
+			t.Fatalf("email field %q", kept)
+		}
+		run("right password", chromedp.SendKeys(chromedp.CSS("#password"), "a-good-password"),
+			chromedp.Submit(chromedp.CSS("#password")), chromedp.WaitVisible(chromedp.CSS("dl.account")))
+		run("sign out again", chromedp.Click(chromedp.CSS("form button.secondary")), chromedp.WaitVisible(chromedp.CSS("#email")),
+			screenshot("sign-in"))
+	})
+
+	t.Run("one-time code", func(t *testing.T) {
+		run("request", chromedp.Navigate(base+"/otp/new"), chromedp.WaitVisible(chromedp.CSS("#email")), screenshot("otp-request"),
+			chromedp.SendKeys(chromedp.CSS("#email"), "browser@example.test"),
+			chromedp.Submit(chromedp.CSS("#email")), chromedp.WaitVisible(chromedp.CSS("#token")), screenshot("otp-verify"))
+		if textOf(".notice") != "We sent you a code" {
+			t.Fatalf("notice %q", textOf(".notice"))
+		}
+		run("verify", chromedp.SendKeys(chromedp.CSS("#token"), fake.OTP("browser@example.test")),
+			chromedp.Submit(chromedp.CSS("#token")), chromedp.WaitVisible(chromedp.CSS("dl.account")))
+		run("sign out", chromedp.Click(chromedp.CSS("form button.secondary")), chromedp.WaitVisible(chromedp.CSS("#email")))
+	})
+
+	t.Run("password reset from the emailed link", func(t *testing.T) {
+		run("request", chromedp.Navigate(base+"/passwords/new"), chromedp.WaitVisible(chromedp.CSS("#email")), screenshot("password-request"),
+			chromedp.SendKeys(chromedp.CSS("#email"), "browser@example.test"),
+			chromedp.Submit(chromedp.CSS("#email")), chromedp.WaitVisible(chromedp.CSS(".notice")))
+		link := fake.RecoveryLink("browser@example.test")
+		if link == "" {
+			t.Fatal("no reset email")
+		}
+		run("open link", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#password_confirmation")), screenshot("password-reset"))
+		if !strings.HasPrefix(location(), "/passwords/") {
+			t.Fatalf("reset form at %s", location())
+		}
+		// The confirmation is checked in the browser: a mismatch blocks submission.
+		run("mismatch", chromedp.SendKeys(chromedp.CSS("#password"), "brand-new-password"),
+			chromedp.SendKeys(chromedp.CSS("#password_confirmation"), "something-else"))
+		valid, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#password_confirmation").checkValidity()`))
+		if valid {
+			t.Fatal("mismatched confirmation passed the client-side check")
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { document.querySelector("#password_confirmation").value = ""; return true })()`)); err != nil {
+			t.Fatal(err)
+		}
+		run("new password", chromedp.SendKeys(chromedp.CSS("#password_confirmation"), "brand-new-password"),
+			chromedp.Submit(chromedp.CSS("#password")), chromedp.WaitVisible(chromedp.CSS("dl.account")))
+		if textOf(".notice") != "Your password has been updated" {
+			t.Fatalf("notice %q", textOf(".notice"))
+		}
+		run("sign out", chromedp.Click(chromedp.CSS("form button.secondary")), chromedp.WaitVisible(chromedp.CSS("#email")),
+			chromedp.SendKeys(chromedp.CSS("#email"), "browser@example.test"),
+			chromedp.SendKeys(chromedp.CSS("#password"), "brand-new-password"),
+			chromedp.Submit(chromedp.CSS("#password")), chromedp.WaitVisible(chromedp.CSS("dl.account")))
+		run("sign out", chromedp.Click(chromedp.CSS("form button.secondary")), chromedp.WaitVisible(chromedp.CSS("#email")))
+	})
+
+	t.Run("OAuth link through the identity service", func(t *testing.T) {
+		run("click", chromedp.Navigate(base+"/session/new"), chromedp.WaitVisible(chromedp.CSS(".oauth")),
+			chromedp.Click(chromedp.CSS(`a[href="/oauth/github/authorize"]`)), chromedp.WaitVisible(chromedp.CSS("dl.account")))
+		if !strings.Contains(textOf("dl.account"), "github-user@example.test") {
+			t.Fatalf("account after OAuth: %q", textOf("dl.account"))
+		}
+	})
+}
