@@ -140,6 +140,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	if s.cfg.AuthJWKSURL != "" {
 		go s.keys.Run(ctx)
 	}
+	go s.web.RunSessionCleanup(ctx, time.Hour)
 	errc := make(chan error, 1)
 	go func() { errc <- httpServer.Serve(listener) }()
 	s.env.log.Info("tollgate listening", "addr", listener.Addr().String(), "env", s.cfg.Env, "database", string(s.db.Engine),

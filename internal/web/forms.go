@@ -127,7 +127,6 @@ func (w *Web) createRegistration(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		again.Alert = ""
 		status, alert := failure(err)
 		again.Alert = alert
 		w.logFailure(r, "sign-up", err)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -539,5 +540,31 @@ func TestLookupUser(t *testing.T) {
 	}
 	if _, err := h.web.LookupUser(t.Context(), "not-a-token"); err == nil {
 		t.Fatal("a bad token was accepted")
+	}
+}
+
+func TestExpiredSessionsAreDeleted(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.signIn("tidy@example.test", "password1")
+	if _, err := h.db.Exec("update web_sessions set expiry = $1", time.Now().Add(-time.Hour).UTC()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	go h.web.RunSessionCleanup(ctx, 10*time.Millisecond)
+	defer cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var n int
+		h.db.QueryRow("select count(*) from web_sessions").Scan(&n)
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d expired sessions remain", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := h.get("/"); r.location != "/session/new" {
+		t.Fatal("an expired session still signs in")
 	}
 }

@@ -146,3 +146,20 @@ func safeRedirect(target string) string {
 	}
 	return target
 }
+
+// RunSessionCleanup deletes expired sessions every interval until ctx ends; scs's own
+// stores clean up after themselves, and ours must too.
+func (w *Web) RunSessionCleanup(ctx context.Context, interval time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			if err := dbq.New(w.opts.DB).DeleteExpiredWebSessions(ctx, time.Now().UTC()); err != nil && ctx.Err() == nil {
+				w.opts.Log.Warn("expired sessions not deleted", "error", err)
+			}
+		}
+	}
+}
