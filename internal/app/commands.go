@@ -155,18 +155,28 @@ func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.cfg.WebIngestion == config.IngestSyncEngine && d.Engine != db.Postgres {
+	fail := func(err error) (*db.DB, error) {
 		d.Close()
-		return nil, errors.New("WEB_INGESTION=sync_engine needs a Postgres DATABASE_URL: the mirror schema lives in Postgres")
+		return nil, err
+	}
+	syncEngine := e.cfg.WebIngestion == config.IngestSyncEngine
+	if syncEngine {
+		if err := billing.CheckMirror(ctx, d, e.cfg.SyncEngineSchema); err != nil {
+			return fail(err)
+		}
 	}
 	if migrate {
 		applied, err := d.Migrate(ctx)
 		if err != nil {
-			d.Close()
-			return nil, err
+			return fail(err)
 		}
 		for _, m := range applied {
 			e.log.Info("migration applied", "file", m)
+		}
+		if syncEngine {
+			if err := billing.EnsureMirrorIndexes(ctx, d, e.cfg.SyncEngineSchema); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	return d, nil

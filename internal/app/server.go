@@ -82,7 +82,7 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) *billing.Service {
 	return billing.New(d, e.log, billing.Options{
 		WebSecret: e.cfg.WebWebhookSecret, MobileSecret: e.cfg.MobileWebhookSecret, MaxBody: e.cfg.WebhookMaxBody,
 		MobileAliases: e.cfg.MobileEventAliases, MountWebWebhook: e.cfg.WebIngestion == config.IngestWebhook,
-		Registerer: reg,
+		SyncEngineSchema: syncEngineSchema(e.cfg), Registerer: reg,
 	})
 }
 
@@ -160,4 +160,11 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+func syncEngineSchema(cfg config.Config) string {
+	if cfg.WebIngestion == config.IngestSyncEngine {
+		return cfg.SyncEngineSchema
+	}
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"time"
 
 	"tollgate/internal/db/dbq"
@@ -23,6 +24,7 @@ type Subscription struct {
 	Status           string
 	CurrentPeriodEnd *time.Time
 	Plan             Plan
+	updated          time.Time
 }
 
 // Entitling reports whether the subscription grants its plan at t: a live status and an
@@ -94,13 +96,25 @@ func (s *Service) Entitlements(ctx context.Context, userID string) (Entitlements
 	if err != nil {
 		return e, err
 	}
-	var plans []Plan
 	for _, r := range rows {
-		sub := Subscription{
-			Provider: r.Provider, Status: r.Status, CurrentPeriodEnd: timePtr(r.CurrentPeriodEnd),
-			Plan: Plan{Key: r.PlanKey, Name: r.PlanName, id: r.PlanID, tier: r.PlanTier},
+		if s.mirrorSchema != "" && r.Provider == ProviderWeb {
+			continue // in sync_engine mode the mirror, not old webhook rows, speaks for the web
 		}
-		e.Subscriptions = append(e.Subscriptions, sub)
+		e.Subscriptions = append(e.Subscriptions, Subscription{
+			Provider: r.Provider, Status: r.Status, CurrentPeriodEnd: timePtr(r.CurrentPeriodEnd),
+			Plan: Plan{Key: r.PlanKey, Name: r.PlanName, id: r.PlanID, tier: r.PlanTier}, updated: r.UpdatedAt,
+		})
+	}
+	if s.mirrorSchema != "" {
+		mirrored, err := s.mirrorSubscriptions(ctx, q, userID)
+		if err != nil {
+			return e, err
+		}
+		e.Subscriptions = append(e.Subscriptions, mirrored...)
+		slices.SortStableFunc(e.Subscriptions, func(a, b Subscription) int { return b.updated.Compare(a.updated) })
+	}
+	var plans []Plan
+	for _, sub := range e.Subscriptions {
 		if !sub.Entitling(e.At) {
 			continue
 		}

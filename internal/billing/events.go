@@ -168,11 +168,15 @@ type webSubscription struct {
 	CurrentPeriodEnd  *int64         `json:"current_period_end"`
 	Metadata          map[string]any `json:"metadata"`
 	Items             struct {
-		Data []struct {
-			Price            struct{ ID string } `json:"price"`
-			CurrentPeriodEnd *int64              `json:"current_period_end"`
-		} `json:"data"`
+		Data []webItem `json:"data"`
 	} `json:"items"`
+}
+
+// webItem is one item of a web subscription: its price and, in newer API versions, its
+// period end.
+type webItem struct {
+	Price            struct{ ID string } `json:"price"`
+	CurrentPeriodEnd *int64              `json:"current_period_end"`
 }
 
 func decodeWebSubscription(raw json.RawMessage) (webSubscription, error) {

@@ -106,10 +106,7 @@ func TestWebCanonical(t *testing.T) {
 	i64 := func(v int64) *int64 { return &v }
 	sub := func(status string, fn func(s *webSubscription)) webSubscription {
 		s := webSubscription{ID: "sub_1", Status: status, StartDate: fixtureCreated}
-		s.Items.Data = append(s.Items.Data, struct {
-			Price            struct{ ID string } `json:"price"`
-			CurrentPeriodEnd *int64              `json:"current_period_end"`
-		}{CurrentPeriodEnd: i64(end)})
+		s.Items.Data = append(s.Items.Data, webItem{CurrentPeriodEnd: i64(end)})
 		if fn != nil {
 			fn(&s)
 		}

@@ -332,26 +332,14 @@ func (s *Service) resolveWebCustomer(ctx context.Context, q *dbq.Queries, sub we
 	return c.ID, true, nil
 }
 
-// resolvePlan finds the highest-tier plan that sells any of the price (or product) ids.
+// resolvePlan finds the highest-tier plan that sells any of the price (or product) ids,
+// logging the ids at info level when none is mapped.
 func (s *Service) resolvePlan(ctx context.Context, q *dbq.Queries, provider string, priceIDs []string) (int64, bool, error) {
-	var best *dbq.PlanForPriceRow
-	for _, id := range priceIDs {
-		plan, err := q.PlanForPrice(ctx, dbq.PlanForPriceParams{Provider: provider, PriceID: id})
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return 0, false, err
-		}
-		if best == nil || plan.Tier > best.Tier {
-			best = &plan
-		}
-	}
-	if best == nil {
+	plan, ok, err := s.planFor(ctx, q, provider, priceIDs)
+	if err == nil && !ok {
 		s.log.InfoContext(ctx, "unmapped price or product", "provider", provider, "price_ids", priceIDs)
-		return 0, false, nil
 	}
-	return best.ID, true, nil
+	return plan.id, ok, err
 }
 
 // mobileState is what provider_subscriptions.state holds for a mobile subscription: the

@@ -24,6 +24,8 @@ type Options struct {
 	MobileAliases map[string]string
 	// MountWebWebhook is false in sync_engine mode, where the web route must not exist.
 	MountWebWebhook bool
+	// SyncEngineSchema, in sync_engine mode, is the mirror schema web subscriptions are read from.
+	SyncEngineSchema string
 	Clock           func() time.Time
 	Registerer      prometheus.Registerer
 }
@@ -38,6 +40,7 @@ type Service struct {
 	maxBody       int64
 	mobileAliases map[string]string
 	mountWeb      bool
+	mirrorSchema  string
 	outcomes      *prometheus.CounterVec
 }
 
@@ -49,7 +52,7 @@ func New(d *db.DB, log *slog.Logger, opts Options) *Service {
 	}
 	s := &Service{
 		db: d, log: log, webSecret: opts.WebSecret, mobileSecret: opts.MobileSecret, maxBody: opts.MaxBody,
-		mobileAliases: opts.MobileAliases, mountWeb: opts.MountWebWebhook,
+		mobileAliases: opts.MobileAliases, mountWeb: opts.MountWebWebhook, mirrorSchema: opts.SyncEngineSchema,
 		now: func() time.Time { return clock().UTC() },
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_webhook_events_total",

@@ -169,7 +169,7 @@ func (q *Queries) LockProviderSubscription(ctx context.Context, arg LockProvider
 }
 
 const planForPrice = `-- name: PlanForPrice :one
-select p.id, p.key, p.tier from plan_prices pp join plans p on p.id = pp.plan_id
+select p.id, p.key, p.name, p.tier from plan_prices pp join plans p on p.id = pp.plan_id
 where pp.provider = $1 and pp.price_id = $2
 `
 
@@ -181,13 +181,19 @@ type PlanForPriceParams struct {
 type PlanForPriceRow struct {
 	ID   int64
 	Key  string
+	Name string
 	Tier int32
 }
 
 func (q *Queries) PlanForPrice(ctx context.Context, arg PlanForPriceParams) (PlanForPriceRow, error) {
 	row := q.db.QueryRowContext(ctx, planForPrice, arg.Provider, arg.PriceID)
 	var i PlanForPriceRow
-	err := row.Scan(&i.ID, &i.Key, &i.Tier)
+	err := row.Scan(
+		&i.ID,
+		&i.Key,
+		&i.Name,
+		&i.Tier,
+	)
 	return i, err
 }
 

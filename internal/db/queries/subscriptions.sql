@@ -13,7 +13,7 @@ update billing_customers set web_customer_id = sqlc.arg(web_customer_id), update
 where id = sqlc.arg(id) and web_customer_id is null;
 
 -- name: PlanForPrice :one
-select p.id, p.key, p.tier from plan_prices pp join plans p on p.id = pp.plan_id
+select p.id, p.key, p.name, p.tier from plan_prices pp join plans p on p.id = pp.plan_id
 where pp.provider = sqlc.arg(provider) and pp.price_id = sqlc.arg(price_id);
 
 -- name: LockProviderSubscription :one
