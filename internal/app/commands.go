@@ -2,11 +2,13 @@ package app
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -180,4 +182,50 @@ func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 		}
 	}
 	return d, nil
+}
+
+// healthcheck asks a running server's /healthz. It needs no configuration beyond ADDR or
+// PORT, so a container can run it with or without the service's secrets.
+func healthcheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	target := fs.String("url", "", "the /healthz URL (default: http://127.0.0.1:<port of ADDR or PORT>/healthz)")
+	fs.Usage = func() {
+		fmt.Fprintln(stdout, "Usage: tollgate healthcheck [--url URL]\n\nExits 0 when the server answers 200 within 3 s, 1 otherwise.")
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errUsage
+		}
+		return err
+	}
+	if *target == "" {
+		addr := getenv("ADDR")
+		if addr == "" {
+			addr = ":" + cmp.Or(getenv("PORT"), "8080")
+		}
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("ADDR: %v", err)
+		}
+		*target = "http://127.0.0.1:" + port + "/healthz"
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, *target, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("unhealthy: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("unhealthy: %s", resp.Status)
+	}
+	fmt.Fprintln(stdout, "healthy")
+	return nil
 }

@@ -28,6 +28,7 @@ Usage:
   tollgate plans sync            reconcile the plans file (PLANS_FILE) into the database
   tollgate events replay [...]   re-run stored webhook events through the processors
   tollgate webhook send [...]    sign a JSON event and POST it to a running server
+  tollgate healthcheck [--url]   exit 0 if a running server answers /healthz (for containers)
 
 Configuration comes from the environment (see README.md). "tollgate COMMAND --help" describes a command.
 `
@@ -70,6 +71,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdEventsReplay)
 	case "webhook send":
 		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdWebhookSend)
+	case "healthcheck":
+		return healthcheck(ctx, rest, getenv, stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", strings.Join(args, " "))

@@ -26,8 +26,8 @@ type Options struct {
 	MountWebWebhook bool
 	// SyncEngineSchema, in sync_engine mode, is the mirror schema web subscriptions are read from.
 	SyncEngineSchema string
-	Clock           func() time.Time
-	Registerer      prometheus.Registerer
+	Clock            func() time.Time
+	Registerer       prometheus.Registerer
 }
 
 // Service is the billing domain: webhook ingestion, plans, entitlements and usage.

@@ -101,7 +101,9 @@ func (d *DB) Migrate(ctx context.Context) ([]string, error) {
 	var opts []goose.ProviderOption
 	if d.Engine == Postgres {
 		dialect = goose.DialectPostgres
-		locker, err := lock.NewPostgresSessionLocker()
+		// Another instance migrating holds the lock: check again every second for 5 minutes
+		// (goose's default polls every 5 s, which slows every simultaneous start).
+		locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
 		if err != nil {
 			return nil, err
 		}
