@@ -409,3 +409,28 @@ func TestAPIDocsAndReadinessByEnvironment(t *testing.T) {
 		t.Errorf("development /api-docs: %d", code)
 	}
 }
+
+// The image must be built exactly as CI builds: Docker is not available here, so this keeps
+// the Dockerfile honest instead.
+func TestDockerfileBuildsLikeCI(t *testing.T) {
+	dockerfile, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, c := string(dockerfile), string(ci)
+	for _, want := range []string{"RUN sh scripts/build.sh ", "USER nonroot", `HEALTHCHECK`, `/tollgate", "healthcheck"]`, "FROM golang:1.26"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	if !strings.Contains(c, "sh scripts/build.sh ") {
+		t.Error(".ci/run does not build with scripts/build.sh")
+	}
+	if strings.Count(d, "FROM ") < 2 {
+		t.Error("the Dockerfile is not multi-stage")
+	}
+}
