@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -26,6 +25,7 @@ import (
 	"tollgate/internal/billing"
 	"tollgate/internal/db"
 	"tollgate/internal/db/dbtest"
+	"tollgate/internal/logcapture"
 	"tollgate/internal/ratelimit"
 )
 
@@ -147,26 +147,9 @@ type harness struct {
 	verifier  *Verifier
 	billing   *billing.Service
 	handler   http.Handler
-	logs      *lockedBuffer
+	logs      *logcapture.Buffer
 	key       signingKey
 	throttles *ratelimit.Throttles
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 type harnessConfig struct {
@@ -183,7 +166,7 @@ type harnessConfig struct {
 // identity service's JWKS and a real database.
 func newHarness(t testing.TB, cfg harnessConfig) *harness {
 	t.Helper()
-	h := &harness{t: t, logs: &lockedBuffer{}, key: newECKey(t, "key-1")}
+	h := &harness{t: t, logs: &logcapture.Buffer{}, key: newECKey(t, "key-1")}
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.jwks = newJWKSServer(t, h.key)
 	cfg.keySet.Log = log

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"io"
@@ -18,29 +17,13 @@ import (
 
 	"tollgate/internal/config"
 	"tollgate/internal/db/dbtest"
+	"tollgate/internal/logcapture"
 )
 
 const (
 	webSecret    = "whsec_app_test"
 	mobileSecret = "mobile_app_test"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // testEnv is a complete environment for Run: a fresh SQLite file, the sample plans, a free
 // loopback port.
@@ -72,13 +55,13 @@ func freeAddr(t *testing.T) string {
 }
 
 func runCmd(ctx context.Context, envVars map[string]string, args ...string) (int, string, string) {
-	var stdout, stderr lockedBuffer
+	var stdout, stderr logcapture.Buffer
 	code := Run(ctx, args, func(k string) string { return envVars[k] }, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
 func TestCommandsHelpAndErrors(t *testing.T) {
-	for _, cmd := range [][]string{{"serve"}, {"migrate"}, {"plans", "sync"}, {"events", "replay"}, {"webhook", "send"}} {
+	for _, cmd := range [][]string{{"serve"}, {"migrate"}, {"plans", "sync"}, {"events", "replay"}, {"webhook", "send"}, {"healthcheck"}} {
 		code, out, _ := runCmd(context.Background(), nil, append(cmd, "--help")...)
 		if code != 0 || !strings.Contains(out, "Usage: tollgate "+strings.Join(cmd, " ")) {
 			t.Errorf("%v --help: exit %d, output %q", cmd, code, out)
@@ -132,7 +115,7 @@ func TestMigrateAndPlansSyncCommands(t *testing.T) {
 func startServe(t *testing.T, env map[string]string) (stop func() (int, string)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr lockedBuffer
+	var stderr logcapture.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Run(ctx, []string{"serve"}, func(k string) string { return env[k] }, io.Discard, &stderr)
@@ -254,7 +237,7 @@ func TestServeEndToEnd(t *testing.T) {
 }
 
 func TestPanicBecomesA500WithoutDetail(t *testing.T) {
-	var logs lockedBuffer
+	var logs logcapture.Buffer
 	s := &Server{env: env{log: slog.New(slog.NewTextHandler(&logs, nil))}}
 	h := s.withRecover(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("secret detail 42") }))
 	rec := httptest.NewRecorder()

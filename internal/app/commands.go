@@ -187,21 +187,15 @@ func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 // healthcheck asks a running server's /healthz. It needs no configuration beyond ADDR or
 // PORT, so a container can run it with or without the service's secrets.
 func healthcheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	target := fs.String("url", "", "the /healthz URL (default: http://127.0.0.1:<port of ADDR or PORT>/healthz)")
-	fs.Usage = func() {
-		fmt.Fprintln(stdout, "Usage: tollgate healthcheck [--url URL]\n\nExits 0 when the server answers 200 within 3 s, 1 otherwise.")
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errUsage
-		}
+	var target string
+	_, err := parseFlags("healthcheck", args, stdout, stderr, func(fs *flag.FlagSet) command {
+		fs.StringVar(&target, "url", "", "the /healthz URL (default: http://127.0.0.1:<port of ADDR or PORT>/healthz)")
+		return command{help: "Exits 0 when the server answers /healthz with 200 within 3 s, 1 otherwise."}
+	})
+	if err != nil {
 		return err
 	}
-	if *target == "" {
+	if target == "" {
 		addr := getenv("ADDR")
 		if addr == "" {
 			addr = ":" + cmp.Or(getenv("PORT"), "8080")
@@ -210,11 +204,11 @@ func healthcheck(ctx context.Context, args []string, getenv func(string) string,
 		if err != nil {
 			return fmt.Errorf("ADDR: %v", err)
 		}
-		*target = "http://127.0.0.1:" + port + "/healthz"
+		target = "http://127.0.0.1:" + port + "/healthz"
 	}
 	reqCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, *target, nil)
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, target, nil)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"tollgate/internal/billing"
 	"tollgate/internal/db/dbtest"
+	"tollgate/internal/logcapture"
 )
 
 // builtBinary is ./cmd/tollgate, built once for the tests that need real processes.
@@ -68,13 +69,13 @@ func sharedRedisURL(t *testing.T) string {
 type process struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *lockedBuffer
+	stderr *logcapture.Buffer
 	done   chan error
 }
 
 func startProcess(t *testing.T, bin string, env map[string]string) *process {
 	t.Helper()
-	p := &process{addr: env["ADDR"], stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	p := &process{addr: env["ADDR"], stderr: &logcapture.Buffer{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(bin, "serve")
 	for k, v := range env {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)

@@ -92,10 +92,8 @@ type command struct {
 	run   func(ctx context.Context, e env) error
 }
 
-// withEnv parses the command's flags, then the configuration, and runs it. Flags come
-// first so that --help works without any configuration.
-func withEnv(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer,
-	build func(fs *flag.FlagSet) command) error {
+// parseFlags builds a command and parses its flags; --help prints its usage (errUsage).
+func parseFlags(name string, args []string, stdout, stderr io.Writer, build func(fs *flag.FlagSet) command) (command, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := build(fs)
@@ -106,14 +104,25 @@ func withEnv(ctx context.Context, name string, args []string, getenv func(string
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return errUsage
+			return c, errUsage
 		}
-		return err
+		return c, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
+		return c, fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
 	}
-	getenv, err := withDevEnvFile(getenv)
+	return c, nil
+}
+
+// withEnv parses the command's flags, then the configuration, and runs it. Flags come
+// first so that --help works without any configuration.
+func withEnv(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer,
+	build func(fs *flag.FlagSet) command) error {
+	c, err := parseFlags(name, args, stdout, stderr, build)
+	if err != nil {
+		return err
+	}
+	getenv, err = withDevEnvFile(getenv)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"tollgate/internal/db"
+	"tollgate/internal/logcapture"
 )
 
 const (
@@ -54,24 +55,7 @@ type harness struct {
 	handler http.Handler
 	mu      sync.Mutex
 	now     time.Time
-	logs    *syncBuffer
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs    *logcapture.Buffer
 }
 
 type harnessOption func(*Options)
@@ -80,7 +64,7 @@ func withoutWebRoute(o *Options) { o.MountWebWebhook = false }
 
 func newHarness(t testing.TB, d *db.DB, opts ...harnessOption) *harness {
 	t.Helper()
-	h := &harness{t: t, db: d, now: fixtureNow, logs: &syncBuffer{}}
+	h := &harness{t: t, db: d, now: fixtureNow, logs: &logcapture.Buffer{}}
 	o := Options{
 		WebSecret: testWebSecret, MobileSecret: testMobileSecret, MaxBody: 1 << 20, MountWebWebhook: true,
 		MobileAliases: map[string]string{"subscription_renewal_cancelled": "subscription_cancelled"},
