@@ -42,9 +42,6 @@ type Session struct {
 	User         User   `json:"user"`
 }
 
-// Expiry is when the access token stops working.
-func (s Session) Expiry() time.Time { return time.Unix(s.ExpiresAt, 0) }
-
 // Error kinds as the client libraries name them (SPEC 7.2, DESIGN §2).
 const (
 	KindWeakPassword   = "WEAK_PASSWORD"

@@ -187,30 +187,17 @@ func TestSignInAndOut(t *testing.T) {
 
 func TestSecureCookieOutsideDevelopment(t *testing.T) {
 	h := newHarness(t, harnessOpts{secure: true})
-	r := h.get("/session/new")
-	var found bool
+	h.fake.AddUser("s@example.test", "secret-pass")
+	r := h.post("/session", url.Values{"email": {"s@example.test"}, "password": {"secret-pass"}})
 	for _, c := range r.cookies {
 		if c.Name == "__Host-tollgate_session" {
-			found = true
-			if !c.Secure || !c.HttpOnly || c.Path != "/" || c.Domain != "" {
+			if !c.Secure || !c.HttpOnly || c.Path != "/" || c.Domain != "" || c.SameSite != http.SameSiteLaxMode {
 				t.Fatalf("cookie %+v", c)
 			}
+			return
 		}
 	}
-	h.post("/session", url.Values{"email": {"x@example.test"}, "password": {"whatever"}})
-	if !found {
-		// scs only sets the cookie once the session is modified; a failed sign-in does not.
-		h.fake.AddUser("s@example.test", "secret-pass")
-		r = h.post("/session", url.Values{"email": {"s@example.test"}, "password": {"secret-pass"}})
-		for _, c := range r.cookies {
-			if c.Name == "__Host-tollgate_session" && c.Secure && c.HttpOnly {
-				found = true
-			}
-		}
-	}
-	if !found {
-		t.Fatal("no __Host- secure session cookie")
-	}
+	t.Fatalf("no __Host- session cookie in %v", r.cookies)
 }
 
 func TestSignUp(t *testing.T) {
@@ -349,7 +336,6 @@ func TestPasswordResetFlow(t *testing.T) {
 		t.Fatalf("update: %d %q", r.status, r.location)
 	}
 	h.newBrowser()
-	h.fake.AddUser("other@example.test", "x-password") // AddUser would overwrite; sign in with the new password instead
 	r = h.post("/session", url.Values{"email": {"forgot@example.test"}, "password": {"new-password"}})
 	if r.location != "/" {
 		t.Fatal("the new password does not work")
@@ -399,8 +385,8 @@ func TestOTP(t *testing.T) {
 
 	// SMS: the phone param of the request action, type sms on the verify form.
 	h.newBrowser()
-	h.fake.AddUser("", "") // no-op guard: phone users are created by the fake on first code below
-	r = h.post("/otp", url.Values{"phone": {"+15550100"}})
+	r = h.post("/otp", url.Values{"phone": {"+15550100"}}) // unknown number: otp_disabled upstream, same outcome here
+
 	if r.status != http.StatusSeeOther || r.location != "/otp/verify?phone=%2B15550100&type=sms" {
 		t.Fatalf("sms send: %d %q", r.status, r.location)
 	}

@@ -12,22 +12,6 @@ import (
 	"time"
 )
 
-const countProviderEvents = `-- name: CountProviderEvents :one
-select count(*) from provider_events where provider = $1 and provider_event_id = $2
-`
-
-type CountProviderEventsParams struct {
-	Provider        string
-	ProviderEventID string
-}
-
-func (q *Queries) CountProviderEvents(ctx context.Context, arg CountProviderEventsParams) (int64, error) {
-	row := q.db.QueryRowContext(ctx, countProviderEvents, arg.Provider, arg.ProviderEventID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const getProviderEvent = `-- name: GetProviderEvent :one
 select id, provider, provider_event_id, event_type, payload, received_at, processed_at, processing_error
 from provider_events

@@ -27,36 +27,6 @@ func (q *Queries) GetCustomerByWebID(ctx context.Context, webCustomerID sql.Null
 	return i, err
 }
 
-const getSubscription = `-- name: GetSubscription :one
-select s.status, s.current_period_end, s.plan_id, s.billing_customer_id
-from subscriptions s join provider_subscriptions ps on ps.id = s.provider_subscription_id
-where ps.provider = $1 and ps.provider_subscription_id = $2
-`
-
-type GetSubscriptionParams struct {
-	Provider               string
-	ProviderSubscriptionID string
-}
-
-type GetSubscriptionRow struct {
-	Status            string
-	CurrentPeriodEnd  sql.NullTime
-	PlanID            int64
-	BillingCustomerID int64
-}
-
-func (q *Queries) GetSubscription(ctx context.Context, arg GetSubscriptionParams) (GetSubscriptionRow, error) {
-	row := q.db.QueryRowContext(ctx, getSubscription, arg.Provider, arg.ProviderSubscriptionID)
-	var i GetSubscriptionRow
-	err := row.Scan(
-		&i.Status,
-		&i.CurrentPeriodEnd,
-		&i.PlanID,
-		&i.BillingCustomerID,
-	)
-	return i, err
-}
-
 const linkWebCustomer = `-- name: LinkWebCustomer :exec
 update billing_customers set web_customer_id = $1, updated_at = $2
 where id = $3 and web_customer_id is null

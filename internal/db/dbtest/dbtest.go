@@ -24,13 +24,13 @@ func Engines(t *testing.T, fn func(t *testing.T, d *db.DB)) {
 // SQLite opens a migrated database in a temporary file.
 func SQLite(t testing.TB) *db.DB {
 	t.Helper()
-	return open(t, "sqlite:"+filepath.Join(t.TempDir(), "test.db"))
+	return Open(t, "sqlite:"+filepath.Join(t.TempDir(), "test.db"))
 }
 
 // Postgres opens a migrated database in a fresh schema, or skips without TEST_DATABASE_URL.
 func Postgres(t testing.TB) *db.DB {
 	t.Helper()
-	return open(t, PostgresURL(t))
+	return Open(t, PostgresURL(t))
 }
 
 // PostgresURL creates an empty schema and returns a URL whose connections use it. The
@@ -74,9 +74,7 @@ func PostgresURL(t testing.TB) string {
 }
 
 // Open opens and migrates databaseURL, closing it when the test ends.
-func Open(t testing.TB, databaseURL string) *db.DB { return open(t, databaseURL) }
-
-func open(t testing.TB, databaseURL string) *db.DB {
+func Open(t testing.TB, databaseURL string) *db.DB {
 	t.Helper()
 	ctx := context.Background()
 	d, err := db.Open(ctx, databaseURL)

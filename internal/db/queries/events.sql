@@ -29,6 +29,3 @@ where (sqlc.arg(provider) = '' or provider = sqlc.arg(provider))
   and received_at >= sqlc.arg(since)
   and (sqlc.arg(only_unprocessed) = false or processed_at is null or processing_error is not null)
 order by received_at, provider_event_id;
-
--- name: CountProviderEvents :one
-select count(*) from provider_events where provider = sqlc.arg(provider) and provider_event_id = sqlc.arg(provider_event_id);

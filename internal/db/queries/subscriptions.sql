@@ -46,11 +46,6 @@ set billing_customer_id = excluded.billing_customer_id,
     current_period_end = excluded.current_period_end,
     updated_at = excluded.updated_at;
 
--- name: GetSubscription :one
-select s.status, s.current_period_end, s.plan_id, s.billing_customer_id
-from subscriptions s join provider_subscriptions ps on ps.id = s.provider_subscription_id
-where ps.provider = sqlc.arg(provider) and ps.provider_subscription_id = sqlc.arg(provider_subscription_id);
-
 -- name: ListUserSubscriptions :many
 select s.provider, s.status, s.current_period_end, s.updated_at, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier
 from subscriptions s
