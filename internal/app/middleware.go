@@ -128,9 +128,14 @@ func (s *Server) withAccessLog(next http.Handler) http.Handler {
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
+		// The forms and the API route again inside their own muxes; here their mount
+		// patterns name them, which keeps the label set small and bounded.
 		route := r.Pattern
-		if route == "" || route == "/" {
+		switch route {
+		case "":
 			route = "unmatched"
+		case "/":
+			route = "web (forms)"
 		}
 		elapsed := time.Since(start)
 		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
