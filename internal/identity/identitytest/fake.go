@@ -288,6 +288,14 @@ func body(r *http.Request) map[string]any {
 
 func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 
+// recipient is who a code goes to: the phone when one is given, else the e-mail.
+func recipient(b map[string]any) string {
+	if p := str(b, "phone"); p != "" {
+		return p
+	}
+	return str(b, "email")
+}
+
 func (f *Fake) token(w http.ResponseWriter, r *http.Request) {
 	b := body(r)
 	f.mu.Lock()
@@ -384,10 +392,7 @@ func (f *Fake) recover(w http.ResponseWriter, r *http.Request) {
 
 func (f *Fake) otp(w http.ResponseWriter, r *http.Request) {
 	b := body(r)
-	to := str(b, "email")
-	if p := str(b, "phone"); p != "" {
-		to = p
-	}
+	to := recipient(b)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.users[to] == nil {
@@ -407,10 +412,7 @@ func (f *Fake) otp(w http.ResponseWriter, r *http.Request) {
 
 func (f *Fake) verify(w http.ResponseWriter, r *http.Request) {
 	b := body(r)
-	to := str(b, "email")
-	if p := str(b, "phone"); p != "" {
-		to = p
-	}
+	to := recipient(b)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	code, ok := f.otps[to]
