@@ -116,16 +116,14 @@ func (ks *KeySet) Run(ctx context.Context) {
 
 // Loaded reports whether a key set has ever been fetched.
 func (ks *KeySet) Loaded() bool {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	return ks.keys != nil
+	keys, _ := ks.current()
+	return keys != nil
 }
 
 // Version changes whenever the fetched key set differs from the one before.
 func (ks *KeySet) Version() uint64 {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	return ks.version
+	_, version := ks.current()
+	return version
 }
 
 func (ks *KeySet) refreshInterval() time.Duration {

@@ -72,7 +72,7 @@ func (s *Service) processEvent(ctx context.Context, q *dbq.Queries, rowID, provi
 	case err != nil:
 		return "", err
 	}
-	if err := q.MarkEventProcessed(ctx, dbq.MarkEventProcessedParams{ID: rowID, ProcessedAt: nullTime(ptr(s.now())), ProcessingError: processingError}); err != nil {
+	if err := q.MarkEventProcessed(ctx, dbq.MarkEventProcessedParams{ID: rowID, ProcessedAt: sql.NullTime{Time: s.now(), Valid: true}, ProcessingError: processingError}); err != nil {
 		return "", err
 	}
 	return outcome, nil
@@ -570,5 +570,3 @@ func nullTime(t *time.Time) sql.NullTime {
 func nullString(s string) sql.NullString {
 	return sql.NullString{String: s, Valid: s != ""}
 }
-
-func ptr[T any](v T) *T { return &v }
