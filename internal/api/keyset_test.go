@@ -25,6 +25,9 @@ func TestKeyRotation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go h.keys.Run(ctx)
+	// Start from a loaded set: a first-use fetch would spend the refetch allowance that the
+	// new kid below needs, which is the rate limit working, not rotation.
+	waitUntil(t, 5*time.Second, h.keys.Loaded)
 
 	oldKey, newKey := h.key, newECKey(t, "key-2")
 	oldToken, newToken := oldKey.mint(t, validClaims()), newKey.mint(t, validClaims())
