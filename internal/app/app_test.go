@@ -190,11 +190,19 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 	}
 
-	for provider, file := range map[string]string{"web": "customer.subscription.updated.json", "mobile": "subscription_started.json"} {
-		code, out, errOut := runCmd(ctx, env, "webhook", "send", "--provider", provider, "--file", filepath.Join("../billing/testdata", provider, file))
+	// The web event goes out signed exactly as Stripe signs it (Stripe-Signature); the
+	// metrics below show it applied.
+	for _, send := range [][]string{
+		{"--provider", "web", "--header", "stripe", "--file", "../billing/testdata/web/customer.subscription.updated.json"},
+		{"--provider", "mobile", "--file", "../billing/testdata/mobile/subscription_started.json"},
+	} {
+		code, out, errOut := runCmd(ctx, env, append([]string{"webhook", "send"}, send...)...)
 		if code != 0 || !strings.Contains(out, `{"received":true}`) {
-			t.Fatalf("webhook send %s: %d %q %s", provider, code, out, errOut)
+			t.Fatalf("webhook send %v: %d %q %s", send, code, out, errOut)
 		}
+	}
+	if code, _, errOut := runCmd(ctx, env, "webhook", "send", "--provider", "web", "--header", "x-sig", "--file", "../billing/testdata/web/customer.subscription.updated.json"); code == 0 || !strings.Contains(errOut, "--header") {
+		t.Fatalf("webhook send --header x-sig: %d %q", code, errOut)
 	}
 	wrong := map[string]string{}
 	for k, v := range env {

@@ -102,8 +102,9 @@ func cmdEventsReplay(fs *flag.FlagSet) command {
 }
 
 func cmdWebhookSend(fs *flag.FlagSet) command {
-	var provider, file, url string
+	var provider, file, url, header string
 	fs.StringVar(&provider, "provider", "", "web or mobile (required)")
+	fs.StringVar(&header, "header", "web", "web signature header: web (Web-Signature) or stripe (Stripe-Signature, as Stripe sends it)")
 	fs.StringVar(&file, "file", "", "path of the JSON event to send (required)")
 	fs.StringVar(&url, "url", "", "endpoint to POST to (default: PUBLIC_URL/BILLING_MOUNT/webhooks/PROVIDER)")
 	return command{
@@ -114,6 +115,10 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 			}
 			if file == "" {
 				return errors.New("--file is required")
+			}
+			signatureHeader, ok := map[string]string{"web": billing.HeaderWebSignature, "stripe": billing.HeaderStripeSignature}[header]
+			if !ok {
+				return errors.New("--header: want web or stripe")
 			}
 			body, err := os.ReadFile(file)
 			if err != nil {
@@ -132,7 +137,7 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 				if e.cfg.WebWebhookSecret == "" {
 					return errors.New("WEB_WEBHOOK_SECRET is not set")
 				}
-				req.Header.Set("Web-Signature", billing.SignWebHeader(e.cfg.WebWebhookSecret, time.Now(), body))
+				req.Header.Set(signatureHeader, billing.SignWebHeader(e.cfg.WebWebhookSecret, time.Now(), body))
 			case billing.ProviderMobile:
 				req.Header.Set("Authorization", e.cfg.MobileWebhookSecret)
 			}

@@ -38,6 +38,25 @@ func permanent(format string, args ...any) error {
 	return permanentError{msg: fmt.Sprintf(format, args...)}
 }
 
+// unresolvedError is an event that names a customer or a price tollgate cannot map to a
+// user or a plan (yet). It changes nothing, is logged at info with the ids, and is completed
+// by a replay once the plan or the customer link exists.
+type unresolvedError struct {
+	what string
+	ids  []any // key, value pairs
+}
+
+func (e unresolvedError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.what)
+	for i := 0; i+1 < len(e.ids); i += 2 {
+		fmt.Fprintf(&b, " %v=%v", e.ids[i], e.ids[i+1])
+	}
+	return b.String()
+}
+
+func unresolved(what string, ids ...any) error { return unresolvedError{what: what, ids: ids} }
+
 // envelope is what the pipeline needs of any event before processing: its id and type.
 type envelope struct {
 	ID   string
@@ -225,13 +244,17 @@ func (s webSubscription) priceIDs() []string {
 	return ids
 }
 
-// webInvoice holds the fields of a paid invoice tollgate uses, in both API shapes.
+// webInvoice holds the fields of a paid invoice tollgate uses, in both API shapes. The
+// subscription's metadata is copied onto the invoice (subscription_details) and its lines.
 type webInvoice struct {
-	ID           string `json:"id"`
-	Subscription flexID `json:"subscription"`
-	Parent       struct {
+	ID                  string             `json:"id"`
+	Customer            flexID             `json:"customer"`
+	Subscription        flexID             `json:"subscription"`
+	SubscriptionDetails webInvoiceMetadata `json:"subscription_details"`
+	Parent              struct {
 		SubscriptionDetails struct {
 			Subscription flexID `json:"subscription"`
+			webInvoiceMetadata
 		} `json:"subscription_details"`
 	} `json:"parent"`
 	Lines struct {
@@ -239,8 +262,24 @@ type webInvoice struct {
 			Period struct {
 				End int64 `json:"end"`
 			} `json:"period"`
+			Price   struct{ ID string } `json:"price"`
+			Pricing struct {
+				PriceDetails struct {
+					Price flexID `json:"price"`
+				} `json:"price_details"`
+			} `json:"pricing"`
+			webInvoiceMetadata
 		} `json:"data"`
 	} `json:"lines"`
+}
+
+type webInvoiceMetadata struct {
+	Metadata map[string]any `json:"metadata"`
+}
+
+func (m webInvoiceMetadata) userID() string {
+	v, _ := m.Metadata["user_id"].(string)
+	return v
 }
 
 func decodeWebInvoice(raw json.RawMessage) (webInvoice, error) {
@@ -256,6 +295,34 @@ func (inv webInvoice) subscriptionID() string {
 		return string(id)
 	}
 	return string(inv.Subscription)
+}
+
+// userID is the identity user id the subscription carried in its metadata, as the
+// invoice repeats it.
+func (inv webInvoice) userID() string {
+	candidates := []string{inv.Parent.SubscriptionDetails.userID(), inv.SubscriptionDetails.userID()}
+	for _, line := range inv.Lines.Data {
+		candidates = append(candidates, line.userID())
+	}
+	for _, id := range candidates {
+		if id != "" {
+			return id
+		}
+	}
+	return ""
+}
+
+// priceIDs are the prices the invoice's lines bill, in both API shapes.
+func (inv webInvoice) priceIDs() []string {
+	var ids []string
+	for _, line := range inv.Lines.Data {
+		if id := string(line.Pricing.PriceDetails.Price); id != "" {
+			ids = append(ids, id)
+		} else if line.Price.ID != "" {
+			ids = append(ids, line.Price.ID)
+		}
+	}
+	return ids
 }
 
 // paidThrough is the latest period end over the invoice's lines.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -198,4 +199,41 @@ func path(m map[string]any, keys ...string) map[string]any {
 		m = m[k].(map[string]any)
 	}
 	return m
+}
+
+// dumpTables renders every row of the tables, ordered by id, so that two dumps are equal
+// exactly when no row was created, deleted or changed.
+func (h *harness) dumpTables(tables ...string) string {
+	h.t.Helper()
+	var b strings.Builder
+	for _, table := range tables {
+		rows, err := h.db.Query("select * from " + table + " order by id")
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			values := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range values {
+				ptrs[i] = &values[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				h.t.Fatal(err)
+			}
+			fmt.Fprint(&b, table)
+			for i, v := range values {
+				if raw, ok := v.([]byte); ok {
+					v = string(raw)
+				}
+				fmt.Fprintf(&b, " %s=%v", cols[i], v)
+			}
+			b.WriteString("\n")
+		}
+		if err := rows.Err(); err != nil {
+			h.t.Fatal(err)
+		}
+		rows.Close()
+	}
+	return b.String()
 }

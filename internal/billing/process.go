@@ -51,9 +51,15 @@ var mobileRank = map[string]int{
 }
 
 // processEvent runs the provider's processor over a stored event and marks it processed.
-// A permanent error is stored on the event; any other error is returned so the transaction
-// rolls back and the provider retries.
-func (s *Service) processEvent(ctx context.Context, q *dbq.Queries, rowID, provider, eventID string, body []byte) (string, error) {
+// The processor's writes sit behind a savepoint: an event that resolves to no user or plan,
+// or that can never be processed, leaves every canonical row exactly as it was, and its
+// reason is stored on the event so that `events replay --unprocessed` finds it again. Any
+// other error is returned so the transaction rolls back and the provider retries.
+func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider, eventID string, body []byte) (string, error) {
+	if _, err := tx.ExecContext(ctx, "savepoint process_event"); err != nil {
+		return "", err
+	}
+	q := dbq.New(tx)
 	var outcome string
 	var err error
 	switch provider {
@@ -63,14 +69,24 @@ func (s *Service) processEvent(ctx context.Context, q *dbq.Queries, rowID, provi
 		outcome, err = s.processMobile(ctx, q, eventID, body)
 	}
 	var perm permanentError
+	var unresolved unresolvedError
 	processingError := sql.NullString{}
 	switch {
+	case errors.As(err, &unresolved):
+		outcome = outcomeUnresolved
+		processingError = sql.NullString{String: unresolved.Error(), Valid: true}
+		s.log.InfoContext(ctx, unresolved.what, append([]any{"provider", provider, "event_id", eventID}, unresolved.ids...)...)
 	case errors.As(err, &perm):
 		outcome = outcomeInvalid
 		processingError = sql.NullString{String: perm.msg, Valid: true}
 		s.log.WarnContext(ctx, "webhook event cannot be processed", "provider", provider, "event_id", eventID, "error", perm.msg)
 	case err != nil:
 		return "", err
+	}
+	if processingError.Valid {
+		if _, err := tx.ExecContext(ctx, "rollback to savepoint process_event"); err != nil {
+			return "", err
+		}
 	}
 	if err := q.MarkEventProcessed(ctx, dbq.MarkEventProcessedParams{ID: rowID, ProcessedAt: sql.NullTime{Time: s.now(), Valid: true}, ProcessingError: processingError}); err != nil {
 		return "", err
@@ -214,6 +230,16 @@ func (s *Service) applyWebInvoice(ctx context.Context, q *dbq.Queries, ev webEve
 	if err != nil {
 		return "", err
 	}
+	if !ps.LastEventID.Valid && !ps.PaidThrough.Valid {
+		// The first word of this subscription: the invoice must resolve on its own, since
+		// no snapshot vouches for it yet.
+		if _, err := s.resolveWebCustomer(ctx, q, string(inv.Customer), inv.userID()); err != nil {
+			return "", err
+		}
+		if _, err := s.resolvePlan(ctx, q, ProviderWeb, inv.priceIDs()); err != nil {
+			return "", err
+		}
+	}
 	at := time.Unix(ev.Created, 0).UTC()
 	// Both are running maxima, so invoices combine the same way in any order.
 	outcome := outcomeDuplicate
@@ -248,13 +274,13 @@ func (s *Service) materialiseWeb(ctx context.Context, q *dbq.Queries, ps provide
 	if err != nil {
 		return "", err
 	}
-	customerID, ok, err := s.resolveWebCustomer(ctx, q, sub)
-	if err != nil || !ok {
-		return outcomeUnresolvedOr(outcome, ok), err
+	customerID, err := s.resolveWebCustomer(ctx, q, string(sub.Customer), sub.userID())
+	if err != nil {
+		return "", err
 	}
-	plan, ok, err := s.resolvePlan(ctx, q, ProviderWeb, sub.priceIDs())
-	if err != nil || !ok {
-		return outcomeUnresolvedOr(outcome, ok), err
+	plan, err := s.resolvePlan(ctx, q, ProviderWeb, sub.priceIDs())
+	if err != nil {
+		return "", err
 	}
 	return outcome, q.UpsertSubscription(ctx, dbq.UpsertSubscriptionParams{
 		ProviderSubscriptionID: ps.ID, BillingCustomerID: customerID, PlanID: plan, Provider: ProviderWeb,
@@ -305,41 +331,40 @@ func webCanonical(sub webSubscription, snapshotAt time.Time, paidThrough, paidAt
 	return status, horizon, nil
 }
 
-func (s *Service) resolveWebCustomer(ctx context.Context, q *dbq.Queries, sub webSubscription) (int64, bool, error) {
-	if sub.Customer != "" {
-		c, err := q.GetCustomerByWebID(ctx, nullString(string(sub.Customer)))
+// resolveWebCustomer finds the billing customer of a web customer id: its link, else the
+// identity user id the subscription carries in its metadata, which is then linked.
+func (s *Service) resolveWebCustomer(ctx context.Context, q *dbq.Queries, webCustomerID, userID string) (int64, error) {
+	if webCustomerID != "" {
+		c, err := q.GetCustomerByWebID(ctx, nullString(webCustomerID))
 		if err == nil {
-			return c.ID, true, nil
+			return c.ID, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return 0, false, err
+			return 0, err
 		}
 	}
-	userID := sub.userID()
 	if !isUUID(userID) {
-		s.log.InfoContext(ctx, "unresolved web customer", "provider", ProviderWeb, "customer_id", string(sub.Customer), "subscription_id", sub.ID)
-		return 0, false, nil
+		return 0, unresolved("unresolved web customer", "customer_id", webCustomerID)
 	}
 	c, err := q.UpsertCustomer(ctx, dbq.UpsertCustomerParams{UserID: userID, Now: s.now()})
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
-	if sub.Customer != "" && !c.WebCustomerID.Valid {
-		if err := q.LinkWebCustomer(ctx, dbq.LinkWebCustomerParams{ID: c.ID, WebCustomerID: nullString(string(sub.Customer)), Now: s.now()}); err != nil {
-			return 0, false, err
+	if webCustomerID != "" && !c.WebCustomerID.Valid {
+		if err := q.LinkWebCustomer(ctx, dbq.LinkWebCustomerParams{ID: c.ID, WebCustomerID: nullString(webCustomerID), Now: s.now()}); err != nil {
+			return 0, err
 		}
 	}
-	return c.ID, true, nil
+	return c.ID, nil
 }
 
-// resolvePlan finds the highest-tier plan that sells any of the price (or product) ids,
-// logging the ids at info level when none is mapped.
-func (s *Service) resolvePlan(ctx context.Context, q *dbq.Queries, provider string, priceIDs []string) (int64, bool, error) {
+// resolvePlan finds the highest-tier plan that sells any of the price (or product) ids.
+func (s *Service) resolvePlan(ctx context.Context, q *dbq.Queries, provider string, priceIDs []string) (int64, error) {
 	plan, ok, err := s.planFor(ctx, q, provider, priceIDs)
 	if err == nil && !ok {
-		s.log.InfoContext(ctx, "unmapped price or product", "provider", provider, "price_ids", priceIDs)
+		return 0, unresolved("unmapped price or product", "price_ids", priceIDs)
 	}
-	return plan.id, ok, err
+	return plan.id, err
 }
 
 // mobileState is what provider_subscriptions.state holds for a mobile subscription: the
@@ -481,12 +506,11 @@ func mobileCanonical(eventType string, ev mobileEvent, at time.Time, current mob
 
 func (s *Service) materialiseMobile(ctx context.Context, q *dbq.Queries, providerSubscriptionID int64, state mobileState, outcome string) (string, error) {
 	if !isUUID(state.CustomerUserID) {
-		s.log.InfoContext(ctx, "unresolved mobile customer", "provider", ProviderMobile, "customer_user_id", state.CustomerUserID)
-		return outcomeUnresolved, nil
+		return "", unresolved("unresolved mobile customer", "customer_user_id", state.CustomerUserID)
 	}
-	plan, ok, err := s.resolvePlan(ctx, q, ProviderMobile, []string{state.ProductID})
-	if err != nil || !ok {
-		return outcomeUnresolvedOr(outcome, ok), err
+	plan, err := s.resolvePlan(ctx, q, ProviderMobile, []string{state.ProductID})
+	if err != nil {
+		return "", err
 	}
 	c, err := q.UpsertCustomer(ctx, dbq.UpsertCustomerParams{UserID: state.CustomerUserID, Now: s.now()})
 	if err != nil {
@@ -507,13 +531,6 @@ func (s *Service) saveProviderSubscription(ctx context.Context, q *dbq.Queries, 
 		LastEventID: ps.LastEventID, LastEventType: ps.LastEventType, LastEventAt: ps.LastEventAt,
 		PaidThrough: ps.PaidThrough, PaidEventAt: ps.PaidEventAt, Now: s.now(),
 	})
-}
-
-func outcomeUnresolvedOr(outcome string, resolved bool) string {
-	if resolved {
-		return outcome
-	}
-	return outcomeUnresolved
 }
 
 func isUUID(s string) bool {

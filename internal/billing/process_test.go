@@ -284,38 +284,133 @@ func TestRecordUsageNeverOvershoots(t *testing.T) {
 	})
 }
 
-func TestUnresolvedIDsLeaveCanonicalRowsAlone(t *testing.T) {
+func TestUnresolvedEventsChangeNothingUntilReplayed(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
 		h := newHarness(t, d)
-		unknownCustomer := edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
-			obj := path(m, "data", "object")
-			obj["customer"], obj["metadata"], obj["id"] = "cus_nobody", map[string]any{}, "sub_unknown_customer"
-		})
-		unmappedPrice := edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
-			m["id"] = "evt_unmapped"
-			obj := path(m, "data", "object")
-			obj["id"] = "sub_unmapped_price"
-			path(obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_not_in_any_plan"
-		})
-		noUser := edit(t, fixture(t, "mobile/subscription_started.json"), func(m map[string]any) { m["customer_user_id"] = nil })
-		h.mustSend(ProviderWeb, unknownCustomer)
-		h.mustSend(ProviderWeb, unmappedPrice)
-		h.mustSend(ProviderMobile, noUser)
+		ctx := context.Background()
+		const newUser = "0b7e7a52-6f2b-4c55-9a3e-2d1f0c9e8b7a"
+		// A resolved subscription from each store, so that there are rows to leave alone.
+		h.mustSend(ProviderWeb, fixture(t, "web/customer.subscription.updated.json"))
+		h.mustSend(ProviderMobile, fixture(t, "mobile/subscription_started.json"))
 
-		var subs, customers int
-		d.QueryRow("select count(*) from subscriptions").Scan(&subs)
-		d.QueryRow("select count(*) from billing_customers where user_id <> $1", fixtureUser).Scan(&customers)
-		if subs != 0 || customers != 0 {
-			t.Fatalf("%d subscriptions and %d unexpected customers after unresolved events", subs, customers)
+		webSub := func(eventID, subID string, fn func(obj map[string]any)) []byte {
+			return edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+				m["id"] = eventID
+				obj := path(m, "data", "object")
+				obj["id"] = subID
+				fn(obj)
+			})
+		}
+		setPrice := func(obj map[string]any, price string) {
+			path(obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = price
+		}
+		mobile := func(eventID, transaction string, fn func(m map[string]any)) []byte {
+			return edit(t, fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
+				m["event_id"] = eventID
+				path(m, "event_properties")["original_transaction_id"] = transaction
+				fn(m)
+			})
+		}
+		unresolvedEvents := []struct {
+			provider string
+			body     []byte
+			loggedID string // the unresolved id its one info line names
+		}{
+			{ProviderWeb, webSub("evt_unknown_customer", "sub_unknown_customer", func(obj map[string]any) {
+				obj["customer"], obj["metadata"] = "cus_nobody", map[string]any{}
+			}), "cus_nobody"},
+			{ProviderWeb, webSub("evt_unmapped_price", "sub_unmapped_price", func(obj map[string]any) {
+				// The metadata names a user: today's link and customer row must not appear.
+				obj["customer"], obj["metadata"] = "cus_new_user", map[string]any{"user_id": newUser}
+				setPrice(obj, "price_team_monthly")
+			}), "price_team_monthly"},
+			{ProviderWeb, edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+				// A newer change of the resolved subscription to a price no plan sells.
+				m["id"], m["created"] = "evt_upgrade_unmapped", float64(fixtureCreated+60)
+				setPrice(path(m, "data", "object"), "price_team_yearly")
+			}), "price_team_yearly"},
+			{ProviderWeb, edit(t, fixture(t, "web/invoice.payment_succeeded.json"), func(m map[string]any) {
+				m["id"] = "evt_invoice_unknown_customer"
+				obj := path(m, "data", "object")
+				obj["customer"] = "cus_invoice_nobody"
+				path(obj, "parent", "subscription_details")["subscription"] = "sub_invoice_only"
+				path(obj, "parent", "subscription_details")["metadata"] = map[string]any{}
+				obj["lines"].(map[string]any)["data"].([]any)[0].(map[string]any)["metadata"] = map[string]any{}
+			}), "cus_invoice_nobody"},
+			{ProviderMobile, mobile("mobile_unmapped_product", "txn_unmapped", func(m map[string]any) {
+				path(m, "event_properties")["vendor_product_id"] = "com.example.app.team.monthly"
+			}), "com.example.app.team.monthly"},
+			{ProviderMobile, mobile("mobile_no_user", "txn_no_user", func(m map[string]any) { m["customer_user_id"] = nil }), "unresolved mobile customer"},
+		}
+
+		before := h.dumpTables("billing_customers", "provider_subscriptions", "subscriptions")
+		for _, ev := range unresolvedEvents {
+			h.mustSend(ev.provider, ev.body)
+		}
+		if after := h.dumpTables("billing_customers", "provider_subscriptions", "subscriptions"); after != before {
+			t.Fatalf("unresolved events changed canonical rows:\nbefore:\n%s\nafter:\n%s", before, after)
 		}
 		logs := h.logs.String()
-		for _, want := range []string{"customer_id=cus_nobody", "price_not_in_any_plan", "unresolved mobile customer"} {
-			if !strings.Contains(logs, want) {
-				t.Errorf("log lacks %q", want)
+		for _, ev := range unresolvedEvents {
+			lines := 0
+			for _, line := range strings.Split(logs, "\n") {
+				if strings.Contains(line, ev.loggedID) {
+					lines++
+					if !strings.Contains(line, "level=INFO") {
+						t.Errorf("unresolved %s logged as %q", ev.loggedID, line)
+					}
+				}
+			}
+			if lines != 1 {
+				t.Errorf("%d log lines name %s, want 1", lines, ev.loggedID)
 			}
 		}
-		if !strings.Contains(logs, "level=INFO msg=\"unresolved web customer\"") {
-			t.Error("unresolved customer not logged at info level")
+
+		// Fix the causes: a plan selling the new price and product, a link for cus_nobody.
+		plans, err := ParsePlans([]byte(testPlansYAML + `  team:
+    name: Team
+    entitlements:
+      - {name: projects, value: 50}
+    web_prices: [price_team_monthly, price_team_yearly]
+    mobile_products: [com.example.app.team.monthly]
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.svc.SyncPlans(ctx, plans); err != nil {
+			t.Fatal(err)
+		}
+		const linkedUser = "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f"
+		if _, err := d.Exec("insert into billing_customers (user_id, web_customer_id, created_at, updated_at) values ($1, $2, $3, $3)",
+			linkedUser, "cus_nobody", fixtureNow); err != nil {
+			t.Fatal(err)
+		}
+		outcomes := map[string]string{}
+		if _, err := h.svc.Replay(ctx, ReplayFilter{Unprocessed: true}, func(_, id, outcome string) { outcomes[id] = outcome }); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{
+			"evt_unknown_customer": outcomeApplied, "evt_unmapped_price": outcomeApplied, "evt_upgrade_unmapped": outcomeApplied,
+			"evt_invoice_unknown_customer": outcomeUnresolved, // its customer is still unknown
+			"mobile_unmapped_product":      outcomeApplied, "mobile_no_user": outcomeUnresolved,
+		}
+		if fmt.Sprint(outcomes) != fmt.Sprint(want) {
+			t.Fatalf("replay outcomes %v, want %v", outcomes, want)
+		}
+		for sub, row := range map[string]canonicalRow{
+			"sub_unknown_customer":        {Plan: "pro", UserID: linkedUser},
+			"sub_unmapped_price":          {Plan: "team", UserID: newUser},
+			"sub_1TESTa1B2c3D4e5F6g7H8i9": {Plan: "team", UserID: fixtureUser},
+		} {
+			if got := h.canonical(ProviderWeb, sub); got == nil || got.Plan != row.Plan || got.UserID != row.UserID || got.Status != StatusActive {
+				t.Errorf("%s after replay: %+v, want %+v", sub, got, row)
+			}
+		}
+		if got := h.canonical(ProviderMobile, "txn_unmapped"); got == nil || got.Plan != "team" {
+			t.Errorf("mobile subscription after replay: %+v", got)
+		}
+		if e := h.event(t, ProviderMobile, "mobile_no_user"); !strings.Contains(e.processingError, "unresolved mobile customer") {
+			t.Errorf("still unresolved event keeps its reason: %q", e.processingError)
 		}
 	})
 }

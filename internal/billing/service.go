@@ -73,14 +73,13 @@ func New(d *db.DB, log *slog.Logger, opts Options) *Service {
 func (s *Service) Ingest(ctx context.Context, provider, eventID, eventType string, body []byte) (string, error) {
 	var outcome string
 	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-		q := dbq.New(tx)
-		rowID, err := q.UpsertProviderEvent(ctx, dbq.UpsertProviderEventParams{
+		rowID, err := dbq.New(tx).UpsertProviderEvent(ctx, dbq.UpsertProviderEventParams{
 			Provider: provider, ProviderEventID: eventID, EventType: eventType, Payload: body, Now: s.now(),
 		})
 		if err != nil {
 			return err
 		}
-		outcome, err = s.processEvent(ctx, q, rowID, provider, eventID, body)
+		outcome, err = s.processEvent(ctx, tx, rowID, provider, eventID, body)
 		return err
 	})
 	return outcome, err
@@ -107,12 +106,11 @@ func (s *Service) Replay(ctx context.Context, f ReplayFilter, report func(provid
 	for i, r := range rows {
 		var outcome string
 		err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-			q := dbq.New(tx)
-			ev, err := q.GetProviderEvent(ctx, dbq.GetProviderEventParams{Provider: r.Provider, ProviderEventID: r.ProviderEventID})
+			ev, err := dbq.New(tx).GetProviderEvent(ctx, dbq.GetProviderEventParams{Provider: r.Provider, ProviderEventID: r.ProviderEventID})
 			if err != nil {
 				return err
 			}
-			outcome, err = s.processEvent(ctx, q, ev.ID, ev.Provider, ev.ProviderEventID, ev.Payload)
+			outcome, err = s.processEvent(ctx, tx, ev.ID, ev.Provider, ev.ProviderEventID, ev.Payload)
 			return err
 		})
 		if err != nil {

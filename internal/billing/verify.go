@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +20,29 @@ var (
 	errMalformedHeader   = errors.New("malformed signature header")
 	errTimestampOutside  = errors.New("signature timestamp outside tolerance")
 	errSignatureMismatch = errors.New("no signature matches")
+	errAmbiguousHeader   = errors.New("more than one signature header")
 )
+
+// Web signature headers: the specification's neutral name, and the one the real provider
+// (Stripe) sends. Either is accepted with the same rules.
+const (
+	HeaderWebSignature    = "Web-Signature"
+	HeaderStripeSignature = "Stripe-Signature"
+)
+
+// webSignatureHeader picks the one signature header of a request. A request carrying both
+// names, or one name twice, is refused rather than guessed at: which of them a proxy or an
+// attacker added cannot be told.
+func webSignatureHeader(h http.Header) (string, error) {
+	values := append(h.Values(HeaderWebSignature), h.Values(HeaderStripeSignature)...)
+	if len(values) > 1 {
+		return "", errAmbiguousHeader
+	}
+	if len(values) == 0 {
+		return "", errMalformedHeader
+	}
+	return values[0], nil
+}
 
 // webSignature is a parsed Web-Signature header: t=<unix>,v1=<hex>[,v1=<hex>…].
 type webSignature struct {
@@ -95,7 +118,7 @@ func signWeb(secret string, timestamp int64, body []byte) []byte {
 	return mac.Sum(nil)
 }
 
-// SignWebHeader builds a Web-Signature header for body, as the web provider would.
+// SignWebHeader builds the value of a web signature header for body, as the web provider would.
 func SignWebHeader(secret string, timestamp time.Time, body []byte) string {
 	t := timestamp.Unix()
 	return "t=" + strconv.FormatInt(t, 10) + ",v1=" + hex.EncodeToString(signWeb(secret, t, body))

@@ -26,7 +26,11 @@ var errBodyTooLarge = errors.New("body too large")
 
 func (s *Service) webWebhook(w http.ResponseWriter, r *http.Request) {
 	s.serveWebhook(w, r, ProviderWeb, func(body []byte) error {
-		return verifyWebSignature(s.webSecret, r.Header.Get("Web-Signature"), body, s.now())
+		header, err := webSignatureHeader(r.Header)
+		if err != nil {
+			return err
+		}
+		return verifyWebSignature(s.webSecret, header, body, s.now())
 	}, webEnvelope)
 }
 

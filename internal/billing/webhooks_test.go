@@ -103,6 +103,12 @@ func TestWebhookResponses(t *testing.T) {
 			return http.Header{"Web-Signature": {fmt.Sprintf("t=%d,v1=%s", ts, independentSignature(testWebSecret, ts, body))}}
 		}
 		notJSON := []byte(`{"id": "evt_1", "type": `)
+		stripeSigned := edit(t, updated, func(m map[string]any) { m["id"] = "evt_stripe_signed" })
+		both := http.Header{"Web-Signature": sig(now, stripeSigned)["Web-Signature"], "Stripe-Signature": sig(now, stripeSigned)["Web-Signature"]}
+		twice := func(name string) http.Header {
+			v := sig(now, stripeSigned)["Web-Signature"][0]
+			return http.Header{name: {v, v}}
+		}
 
 		tests := []struct {
 			name     string
@@ -116,6 +122,10 @@ func TestWebhookResponses(t *testing.T) {
 		}{
 			{"web valid", "/billing/webhooks/web", created, sig(now, created), 200, "", 1, ""},
 			{"web second v1 correct", "/billing/webhooks/web", updated, http.Header{"Web-Signature": {fmt.Sprintf("t=%d,v1=%s,v1=%s", now, independentSignature("old secret", now, updated), independentSignature(testWebSecret, now, updated))}}, 200, "", 1, ""},
+			{"web both signature headers", "/billing/webhooks/web", stripeSigned, both, 401, "invalid-signature", 0, ""},
+			{"web Web-Signature twice", "/billing/webhooks/web", stripeSigned, twice("Web-Signature"), 401, "invalid-signature", 0, ""},
+			{"web Stripe-Signature twice", "/billing/webhooks/web", stripeSigned, twice("Stripe-Signature"), 401, "invalid-signature", 0, ""},
+			{"web signed as Stripe signs", "/billing/webhooks/web", stripeSigned, http.Header{"Stripe-Signature": sig(now, stripeSigned)["Web-Signature"]}, 200, "", 1, ""},
 			{"web no signature", "/billing/webhooks/web", created, nil, 401, "invalid-signature", 0, ""},
 			{"web 301 s old", "/billing/webhooks/web", created, sig(now-301, created), 401, "invalid-signature", 0, ""},
 			{"web 301 s in the future", "/billing/webhooks/web", created, sig(now+301, created), 401, "invalid-signature", 0, ""},
