@@ -129,6 +129,8 @@ func TestBrowserJourneys(t *testing.T) {
 	})
 
 	t.Run("one-time code", func(t *testing.T) {
+		fake.CodesInEmails = true // a template with {{ .Token }}
+		defer func() { fake.CodesInEmails = false }()
 		run("request", chromedp.Navigate(base+"/otp/new"), chromedp.WaitVisible(chromedp.CSS("#email")), screenshot("otp-request"),
 			chromedp.SendKeys(chromedp.CSS("#email"), "browser@example.test"),
 			chromedp.Submit(chromedp.CSS("#email")), chromedp.WaitVisible(chromedp.CSS("#token")), screenshot("otp-verify"))
@@ -140,14 +142,42 @@ func TestBrowserJourneys(t *testing.T) {
 		run("sign out", chromedp.Click(chromedp.CSS("form button.secondary")), chromedp.WaitVisible(chromedp.CSS("#email")))
 	})
 
+	t.Run("email link sign-in, then the used link", func(t *testing.T) {
+		run("request", chromedp.Navigate(base+"/otp/new"), chromedp.WaitVisible(chromedp.CSS("#email")),
+			chromedp.SendKeys(chromedp.CSS("#email"), "browser@example.test"),
+			chromedp.Submit(chromedp.CSS("#email")), chromedp.WaitVisible(chromedp.CSS("#token")), screenshot("otp-link-sent"))
+		if !strings.Contains(textOf("p.hint"), "Follow the sign-in link") {
+			t.Fatalf("hint %q", textOf("p.hint"))
+		}
+		e, ok := fake.LastEmail("browser@example.test")
+		if !ok || e.Type != "magiclink" || e.Code != "" {
+			t.Fatalf("default-template email %+v", e)
+		}
+		run("open link", chromedp.Navigate(e.Link), chromedp.WaitVisible(chromedp.CSS("dl.account")))
+		if location() != "/" || !strings.Contains(textOf("dl.account"), "browser@example.test") {
+			t.Fatalf("after the link at %s", location())
+		}
+		run("sign out", chromedp.Click(chromedp.CSS("form button.secondary")), chromedp.WaitVisible(chromedp.CSS("#email")))
+		run("open it again", chromedp.Navigate(e.Link), chromedp.WaitVisible(chromedp.CSS(".alert")), screenshot("used-link"))
+		// The browser keeps the identity service's error fragment across our redirect
+		// (#error=…&error_code=otp_expired…); the page is the sign-in form either way.
+		if at, _, _ := strings.Cut(location(), "#"); at != "/session/new" || !strings.Contains(textOf(".alert"), "That link has expired or was already used") {
+			t.Fatalf("used link at %s: %q", location(), textOf(".alert"))
+		}
+		if strings.Contains(location(), "access_token") {
+			t.Fatalf("a token in the URL: %s", location())
+		}
+	})
+
 	t.Run("password reset from the emailed link", func(t *testing.T) {
 		run("request", chromedp.Navigate(base+"/passwords/new"), chromedp.WaitVisible(chromedp.CSS("#email")), screenshot("password-request"),
 			chromedp.SendKeys(chromedp.CSS("#email"), "browser@example.test"),
 			chromedp.Submit(chromedp.CSS("#email")), chromedp.WaitVisible(chromedp.CSS(".notice")))
-		link := fake.RecoveryLink("browser@example.test")
-		if link == "" {
-			t.Fatal("no reset email")
+		e, ok := fake.LastEmail("browser@example.test")
+		if !ok || e.Type != "recovery" {
+			t.Fatalf("no reset email: %+v", e)
 		}
+		link := e.Link
 		run("open link", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#password_confirmation")), screenshot("password-reset"))
 		if !strings.HasPrefix(location(), "/passwords/") {
 			t.Fatalf("reset form at %s", location())

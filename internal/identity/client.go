@@ -144,15 +144,19 @@ func (c *Client) Recover(ctx context.Context, email, redirectTo string, pkce PKC
 	return c.do(ctx, http.MethodPost, "/recover", redirectQuery(redirectTo), "", body, nil)
 }
 
-// SendOTP sends a one-time code by e-mail or, with phone set, by SMS.
-func (c *Client) SendOTP(ctx context.Context, email, phone string, createUser bool) error {
+// SendOTP sends a one-time code by SMS when phone is set, else an e-mail. The e-mail's
+// default template carries only a sign-in link, so the e-mail flow is PKCE: the link comes
+// back to redirectTo with a code that only this PKCE's verifier exchanges. A code shows in
+// the e-mail only when its template includes {{ .Token }}.
+func (c *Client) SendOTP(ctx context.Context, email, phone string, createUser bool, redirectTo string, pkce PKCE) error {
 	body := map[string]any{"create_user": createUser}
 	if phone != "" {
 		body["phone"] = phone
-	} else {
-		body["email"] = email
+		return c.do(ctx, http.MethodPost, "/otp", nil, "", body, nil)
 	}
-	return c.do(ctx, http.MethodPost, "/otp", nil, "", body, nil)
+	body["email"] = email
+	pkce.addTo(body)
+	return c.do(ctx, http.MethodPost, "/otp", redirectQuery(redirectTo), "", body, nil)
 }
 
 // VerifyOTP exchanges a code (types email, sms, phone_change, recovery …) for a session.

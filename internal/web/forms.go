@@ -1,8 +1,6 @@
 package web
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -30,6 +28,10 @@ const (
 	msgTooManyEmails      = "Too many messages were sent. Please wait a few minutes and try again."
 	msgLinkProblem        = "That link has expired or was already used. Please start again."
 	msgResetNeedsLink     = "Open the link in your password reset email to choose a new password."
+	msgCancelled          = "Sign-in was cancelled."
+	msgSignInFailed       = "Sign-in failed. Please try again."
+	msgEmailConfirmed     = "Your email address is confirmed. Please sign in."
+	msgOtherBrowser       = msgEmailConfirmed + " (The link was opened in another browser than the one that asked for it, so it could not sign you in. To reset your password, ask for a new link in this browser.)"
 )
 
 // failure maps an identity error to the form's outcome: the one place forms decide what
@@ -138,8 +140,7 @@ func (w *Web) createRegistration(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The confirmation link returns through the callback with a PKCE code.
-	w.sessions.Put(r.Context(), keyPKCEVerifier, pkce.Verifier)
-	w.sessions.Put(r.Context(), keyPKCEPurpose, "signup")
+	w.startFlow(r.Context(), pkce, flowSignUp)
 	w.redirect(rw, r, "/session/new", keyNotice, msgCheckEmail)
 }
 
@@ -163,8 +164,7 @@ func (w *Web) createResetRequest(rw http.ResponseWriter, r *http.Request) {
 		// tells whether the address has an account.
 		w.logFailure(r, "password reset request", err)
 	}
-	w.sessions.Put(r.Context(), keyPKCEVerifier, pkce.Verifier)
-	w.sessions.Put(r.Context(), keyPKCEPurpose, "recovery")
+	w.startFlow(r.Context(), pkce, flowRecovery)
 	w.redirect(rw, r, "/session/new", keyNotice, msgResetSent)
 }
 
@@ -224,7 +224,10 @@ func (w *Web) sendOTP(rw http.ResponseWriter, r *http.Request) {
 		w.render(rw, r, http.StatusUnprocessableEntity, "otp_new", page{Title: "Sign in with a code", Alert: "Enter your email address."})
 		return
 	}
-	err := w.opts.Identity.SendOTP(r.Context(), email, phone, false)
+	// By e-mail the default template sends only a link, which must come back to this
+	// browser's verifier; the code form below serves templates that show a code, and SMS.
+	pkce := identity.NewPKCE()
+	err := w.opts.Identity.SendOTP(r.Context(), email, phone, false, w.callbackURL(), pkce)
 	status, alert := http.StatusOK, ""
 	if err != nil {
 		w.logFailure(r, "code request", err)
@@ -238,6 +241,8 @@ func (w *Web) sendOTP(rw http.ResponseWriter, r *http.Request) {
 	q := url.Values{"email": {email}, "type": {"email"}}
 	if phone != "" {
 		q = url.Values{"phone": {phone}, "type": {"sms"}}
+	} else {
+		w.startFlow(r.Context(), pkce, flowMagicLink)
 	}
 	w.redirect(rw, r, "/otp/verify?"+q.Encode(), keyNotice, msgCodeSent)
 }
@@ -270,62 +275,6 @@ func otpType(t string) string {
 		return t
 	}
 	return "email"
-}
-
-// --- OAuth with PKCE
-
-func (w *Web) oauthAuthorize(rw http.ResponseWriter, r *http.Request) {
-	pkce := identity.NewPKCE()
-	w.sessions.Put(r.Context(), keyPKCEVerifier, pkce.Verifier)
-	w.sessions.Put(r.Context(), keyPKCEPurpose, "oauth")
-	// The one redirect that leaves the site: to the configured identity service only.
-	http.Redirect(rw, r, w.opts.Identity.AuthorizeURL(r.PathValue("provider"), w.callbackURL(), pkce), http.StatusFound)
-}
-
-// oauthCallback completes every PKCE flow: OAuth sign-in, sign-up confirmation and the
-// password reset link. The verifier is single use.
-func (w *Web) oauthCallback(rw http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	verifier := w.sessions.PopString(r.Context(), keyPKCEVerifier)
-	purpose := w.sessions.PopString(r.Context(), keyPKCEPurpose)
-	if q.Get("error") != "" || q.Get("code") == "" {
-		w.opts.Log.InfoContext(r.Context(), "sign-in callback without a code", "error", q.Get("error"), "error_code", q.Get("error_code"))
-		w.redirect(rw, r, "/session/new", keyAlert, "Sign-in was cancelled or failed. Please try again.")
-		return
-	}
-	if verifier == "" {
-		w.redirect(rw, r, "/session/new", keyAlert, msgLinkProblem+" (Open the link in the browser where you asked for it.)")
-		return
-	}
-	s, err := w.opts.Identity.ExchangeCode(r.Context(), q.Get("code"), verifier)
-	if err != nil {
-		w.logFailure(r, "code exchange", err)
-		if isUnavailable(err) {
-			w.render(rw, r, http.StatusServiceUnavailable, "message", page{Title: "Sign in", Alert: msgUnavailable})
-			return
-		}
-		w.redirect(rw, r, "/session/new", keyAlert, msgLinkProblem)
-		return
-	}
-	if purpose == "recovery" {
-		if err := w.signIn(r.Context(), s); err != nil {
-			w.render(rw, r, http.StatusServiceUnavailable, "message", page{Title: "Sign in", Alert: msgUnavailable})
-			return
-		}
-		w.sessions.Put(r.Context(), keyRecovery, true)
-		// The segment is opaque and ignored; the recovery session authenticates the reset.
-		w.redirect(rw, r, "/passwords/"+opaqueToken()+"/edit", "", "")
-		return
-	}
-	w.finishSignIn(rw, r, s)
-}
-
-func (w *Web) callbackURL() string { return w.opts.PublicURL + "/oauth/callback" }
-
-func opaqueToken() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // --- account page

@@ -315,10 +315,7 @@ func TestPasswordResetFlow(t *testing.T) {
 
 	h.newBrowser()
 	h.post("/passwords", url.Values{"email": {"forgot@example.test"}})
-	link := h.fake.RecoveryLink("forgot@example.test")
-	if link == "" {
-		t.Fatal("no reset email")
-	}
+	link := h.emailLink("forgot@example.test", "recovery")
 	back := h.get(link) // the identity service redirects to our callback with a code
 	callback := h.get(back.location)
 	if callback.status != http.StatusSeeOther || !strings.HasPrefix(callback.location, "/passwords/") || !strings.HasSuffix(callback.location, "/edit") {
@@ -341,14 +338,21 @@ func TestPasswordResetFlow(t *testing.T) {
 		t.Fatal("the new password does not work")
 	}
 
-	// The link opened in another browser has no verifier: a friendly error, no session.
+	// The used link again: the identity service redirects with otp_expired.
+	h.newBrowser()
+	r = h.get(h.get(link).location)
+	if r.location != "/session/new" || !strings.Contains(flash(t, h.follow(r).body, "alert"), "That link has expired or was already used") {
+		t.Fatalf("used reset link: %q", r.location)
+	}
+
+	// The link opened in another browser has no verifier: the address is confirmed (the
+	// identity service verified the link), sign in here; no session.
 	h.newBrowser()
 	h.post("/passwords", url.Values{"email": {"forgot@example.test"}})
-	link = h.fake.RecoveryLink("forgot@example.test")
+	link = h.emailLink("forgot@example.test", "recovery")
 	h.newBrowser()
-	back = h.get(link)
-	r = h.get(back.location)
-	if r.location != "/session/new" || !strings.Contains(flash(t, h.follow(r).body, "alert"), "expired or was already used") {
+	r = h.get(h.get(link).location)
+	if r.location != "/session/new" || !strings.HasPrefix(flash(t, h.follow(r).body, "notice"), msgEmailConfirmed) {
 		t.Fatalf("link in another browser: %q", r.location)
 	}
 	if got := h.get("/passwords/x/edit"); got.location != "/passwords/new" {
@@ -358,6 +362,7 @@ func TestPasswordResetFlow(t *testing.T) {
 
 func TestOTP(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
+	h.fake.CodesInEmails = true // a template with {{ .Token }}
 	h.fake.AddUser("code@example.test", "whatever-pass")
 	r := h.post("/otp", url.Values{"email": {"code@example.test"}})
 	if r.status != http.StatusSeeOther || r.location != "/otp/verify?email=code%40example.test&type=email" {
@@ -378,7 +383,11 @@ func TestOTP(t *testing.T) {
 	if len(find(doc(t, bad.body), "input", map[string]string{"name": "email", "value": "code@example.test"})) != 1 {
 		t.Fatal("the hidden email was not kept")
 	}
-	ok := h.post("/otp/verify", url.Values{"email": {"code@example.test"}, "type": {"email"}, "token": {h.fake.OTP("code@example.test")}})
+	code := h.fake.OTP("code@example.test")
+	if len(code) != 6 {
+		t.Fatalf("no code in an email whose template shows it: %q", code)
+	}
+	ok := h.post("/otp/verify", url.Values{"email": {"code@example.test"}, "type": {"email"}, "token": {code}})
 	if ok.status != http.StatusSeeOther || ok.location != "/" {
 		t.Fatalf("verify: %d %q", ok.status, ok.location)
 	}
@@ -396,8 +405,108 @@ func TestOTP(t *testing.T) {
 	}
 }
 
+// TestEmailLinkSignIn: with Supabase Auth's default template the e-mail holds only a link.
+// It must come back through the callback and sign in the browser that asked for it.
+func TestEmailLinkSignIn(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.fake.AddUser("link@example.test", "whatever-pass")
+	h.post("/otp", url.Values{"email": {"link@example.test"}})
+	if got := h.fake.LastRequest("/otp"); got["code_challenge_method"] != "s256" || len(str(got["code_challenge"])) != 43 {
+		t.Fatalf("POST /otp without PKCE: %v", got)
+	}
+	if h.fake.OTP("link@example.test") != "" {
+		t.Fatal("the default template showed a code")
+	}
+	verifyPage := h.get("/otp/verify?email=link%40example.test&type=email")
+	if !strings.Contains(verifyPage.body, "Follow the sign-in link") {
+		t.Fatal("the verify page does not mention the link")
+	}
+	link := h.emailLink("link@example.test", "magiclink")
+	if !strings.Contains(link, "token=pkce_") || !strings.Contains(link, url.QueryEscape(h.srv.URL+"/oauth/callback")) {
+		t.Fatalf("link %q is not a PKCE link back to the callback", link)
+	}
+	back := h.get(link)
+	if !strings.HasPrefix(back.location, h.srv.URL+"/oauth/callback?code=") || strings.Contains(back.location, "access_token") {
+		t.Fatalf("identity service redirect %q", back.location)
+	}
+	done := h.get(back.location)
+	if done.status != http.StatusSeeOther || done.location != "/" || !strings.Contains(h.get("/").body, "link@example.test") {
+		t.Fatalf("callback: %d %q", done.status, done.location)
+	}
+
+	// The same link again, in a fresh browser: used.
+	h.newBrowser()
+	r := h.get(h.get(link).location)
+	if r.location != "/session/new" || !strings.Contains(flash(t, h.follow(r).body, "alert"), "That link has expired or was already used") {
+		t.Fatalf("used link: %q", r.location)
+	}
+
+	// A wrong link first (an older flow's code) leaves the verifier: the right one still works.
+	h.newBrowser()
+	h.post("/otp", url.Values{"email": {"link@example.test"}})
+	first := h.emailLink("link@example.test", "magiclink")
+	h.post("/otp", url.Values{"email": {"link@example.test"}}) // a second request replaces the verifier and the link
+	r = h.get(h.get(first).location)
+	if !strings.Contains(flash(t, h.follow(r).body, "alert"), "expired or was already used") {
+		t.Fatal("the replaced link did not say so")
+	}
+	second := h.emailLink("link@example.test", "magiclink")
+	if done := h.get(h.get(second).location); done.location != "/" {
+		t.Fatalf("the newest link after a failed one: %q", done.location)
+	}
+}
+
+// TestSignUpConfirmationLink: the confirmation e-mail's link signs in the browser that
+// signed up; in another browser, or after the identity service's flow state expired, it
+// still confirmed the address, and the page says so.
+func TestSignUpConfirmationLink(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.post("/registration", url.Values{"email": {"confirm@example.test"}, "password": {"long enough"}})
+	back := h.get(h.emailLink("confirm@example.test", "signup"))
+	if done := h.get(back.location); done.location != "/" || !strings.Contains(h.get("/").body, "confirm@example.test") {
+		t.Fatalf("confirmation in the same browser: %q", done.location)
+	}
+
+	h.newBrowser()
+	h.post("/registration", url.Values{"email": {"elsewhere@example.test"}, "password": {"long enough"}})
+	link := h.emailLink("elsewhere@example.test", "signup")
+	h.newBrowser()
+	r := h.get(h.get(link).location)
+	if r.location != "/session/new" || !strings.HasPrefix(flash(t, h.follow(r).body, "notice"), msgEmailConfirmed) {
+		t.Fatalf("confirmation in another browser: %q", r.location)
+	}
+	if r := h.post("/session", url.Values{"email": {"elsewhere@example.test"}, "password": {"long enough"}}); r.location != "/" {
+		t.Fatal("the confirmed address cannot sign in")
+	}
+
+	h.newBrowser()
+	h.fake.FlowStateExpiry = time.Nanosecond
+	h.post("/registration", url.Values{"email": {"late@example.test"}, "password": {"long enough"}})
+	r = h.get(h.get(h.emailLink("late@example.test", "signup")).location)
+	if r.location != "/session/new" || flash(t, h.follow(r).body, "notice") != msgEmailConfirmed {
+		t.Fatalf("confirmation after the flow state expired: %q", r.location)
+	}
+}
+
+func TestCallbackOutcomes(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	for _, tc := range []struct{ query, alert string }{
+		{"error=access_denied&error_code=otp_expired&error_description=Email+link+is+invalid+or+has+expired", msgLinkProblem},
+		{"error_code=flow_state_not_found&error_description=No+valid+flow+state+found+for+user.", msgLinkProblem},
+		{"error=access_denied&error_description=The+user+denied+the+request", msgCancelled},
+		{"error=access_denied&error_code=signup_disabled&error_description=Signups+not+allowed", msgSignInFailed},
+		{"error=server_error&error_description=Unexpected+failure", msgSignInFailed},
+		{"", msgSignInFailed},
+	} {
+		r := h.get("/oauth/callback?" + tc.query)
+		if r.status != http.StatusSeeOther || r.location != "/session/new" || flash(t, h.follow(r).body, "alert") != tc.alert {
+			t.Errorf("callback ?%s: %d %q, want alert %q", tc.query, r.status, r.location, tc.alert)
+		}
+	}
+}
+
 func TestOAuthPKCE(t *testing.T) {
-	h := newHarness(t, harnessOpts{oauth: []string{"github"}})
+	h := newHarness(t, harnessOpts{oauth: []string{"github", "gitlab"}})
 	r := h.get("/oauth/github/authorize")
 	u, err := url.Parse(r.location)
 	if r.status != http.StatusFound || err != nil || !strings.HasPrefix(r.location, h.fake.URL+"/authorize?") {
@@ -415,15 +524,16 @@ func TestOAuthPKCE(t *testing.T) {
 	if done.status != http.StatusSeeOther || done.location != "/" || !strings.Contains(h.get("/").body, "github-user@example.test") {
 		t.Fatalf("callback: %d %q", done.status, done.location)
 	}
-	// The same code again: single use, friendly error.
-	replay := h.get(back.location)
-	if replay.location != "/session/new" || !strings.Contains(flash(t, h.follow(replay).body, "alert"), "expired or was already used") {
-		t.Fatalf("code replay: %d %q", replay.status, replay.location)
+	// The same callback again (the back button): signed in already, nothing to exchange.
+	calls := h.fake.Calls("/token?grant_type=pkce")
+	if replay := h.get(back.location); replay.location != "/" || h.fake.Calls("/token?grant_type=pkce") != calls {
+		t.Fatalf("callback replay: %d %q", replay.status, replay.location)
 	}
 
-	// A code whose challenge does not match our verifier: bad_code_verifier, no session.
+	// A code whose challenge does not match our verifier: bad_code_verifier, no session;
+	// the browser's own flow still completes afterwards.
 	h.newBrowser()
-	h.get("/oauth/github/authorize") // puts a verifier in this browser's session
+	own := h.get("/oauth/github/authorize") // puts a verifier in this browser's session
 	foreign := h.get(h.fake.URL + "/authorize?provider=github&code_challenge=not-ours&code_challenge_method=s256&redirect_to=" + url.QueryEscape(h.srv.URL+"/oauth/callback"))
 	r = h.get(foreign.location)
 	if r.location != "/session/new" || !strings.Contains(flash(t, h.follow(r).body, "alert"), "expired or was already used") {
@@ -432,8 +542,28 @@ func TestOAuthPKCE(t *testing.T) {
 	if got := h.get("/"); got.location != "/session/new" {
 		t.Fatal("a session exists after bad_code_verifier")
 	}
-	if r := h.get("/oauth/callback?error=access_denied&error_description=denied"); r.location != "/session/new" {
-		t.Fatalf("provider error: %q", r.location)
+	if done := h.get(h.get(own.location).location); done.location != "/" {
+		t.Fatalf("own flow after a foreign code: %q", done.location)
+	}
+
+	// The user turns the provider's consent down.
+	h.newBrowser()
+	h.fake.DenyOAuth = true
+	r = h.get(h.get(h.get("/oauth/github/authorize").location).location)
+	if r.location != "/session/new" || flash(t, h.follow(r).body, "alert") != msgCancelled {
+		t.Fatalf("denied consent: %q", r.location)
+	}
+
+	// Providers not configured here never reach the identity service.
+	calls = h.fake.TotalCalls()
+	for _, provider := range []string{"google", "GitHub", "..%2F..%2Fadmin"} {
+		r := h.get("/oauth/" + provider + "/authorize")
+		if r.status != http.StatusNotFound || r.location != "" || !strings.Contains(r.header.Get("Content-Type"), "text/html") {
+			t.Errorf("unconfigured provider %q: %d %q", provider, r.status, r.location)
+		}
+	}
+	if h.fake.TotalCalls() != calls {
+		t.Fatal("an unconfigured provider reached the identity service")
 	}
 }
 

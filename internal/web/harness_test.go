@@ -208,3 +208,16 @@ func flash(t *testing.T, body, class string) string {
 	}
 	return ""
 }
+
+// emailLink is the link of the last e-mail the fake identity service sent to address,
+// which must be of kind (signup, recovery, magiclink).
+func (h *harness) emailLink(address, kind string) string {
+	h.t.Helper()
+	e, ok := h.fake.LastEmail(address)
+	if !ok || e.Type != kind || e.Link == "" {
+		h.t.Fatalf("no %s email to %s: %+v", kind, address, e)
+	}
+	return e.Link
+}
+
+func str(v any) string { s, _ := v.(string); return s }

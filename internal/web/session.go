@@ -26,7 +26,8 @@ const (
 	keyEmail        = "email"
 	keyRecovery     = "recovery"      // signed in through a password reset link
 	keyPKCEVerifier = "pkce_verifier" // of the flow in progress
-	keyPKCEPurpose  = "pkce_purpose"  // oauth, recovery or signup
+	keyPKCEPurpose  = "pkce_purpose"  // oauth, signup, recovery or magiclink
+	keyPKCEStarted  = "pkce_started"  // unix seconds
 	keyReturnTo     = "return_to"
 	keyAlert        = "alert"
 	keyNotice       = "notice"

@@ -1,8 +1,12 @@
 // Package identitytest is an in-process fake of the identity service (the GoTrue API) for
 // tests: the same paths, request and response shapes and error codes (both error formats),
-// real ES256 access tokens with a JWKS, refresh rotation with reuse detection, OTP codes
-// and recovery links readable by tests, single-use PKCE flow state, rate-limit errors on
-// demand, and switches that make it fail with 5xx, time out or answer garbage.
+// real ES256 access tokens with a JWKS, refresh rotation with reuse detection, e-mails that
+// follow Supabase Auth's default templates (a link, no code) readable by tests, PKCE flow
+// state with its expiry, rate-limit errors on demand, and switches that make it fail with
+// 5xx, time out or answer garbage.
+//
+// Where it imitates a behaviour of Supabase Auth (github.com/supabase/auth), the comment
+// names the upstream file it comes from.
 package identitytest
 
 import (
@@ -41,6 +45,17 @@ type Fake struct {
 	Server *httptest.Server
 	// Autoconfirm: sign-ups get a session at once (no confirmation e-mail).
 	Autoconfirm bool
+	// CodesInEmails: the e-mail templates include {{ .Token }}. Supabase Auth's default
+	// templates carry only {{ .ConfirmationURL }} (mailer/templatemailer/templatemailer.go),
+	// so by default an e-mail has a link and no code.
+	CodesInEmails bool
+	// DenyOAuth: the user turns the OAuth provider's consent down, which Supabase Auth
+	// passes on as error=access_denied without an error_code (api/external.go).
+	DenyOAuth bool
+	// SiteURL is where links go when a call names no redirect_to (utilities/request.go).
+	SiteURL string
+	// FlowStateExpiry is the PKCE flow state's lifetime (conf: 300 s at least).
+	FlowStateExpiry time.Duration
 	// TokenTTL is the access tokens' lifetime.
 	TokenTTL time.Duration
 	Delay    time.Duration
@@ -54,9 +69,9 @@ type Fake struct {
 	users       map[string]*user     // by email or phone
 	sessions    map[string]*session  // by session id
 	refresh     map[string]*refresh  // by refresh token
-	otps        map[string]string    // email or phone → code
-	flows       map[string]*flow     // auth code → flow
-	recoveries  map[string]string    // unused recovery link → email
+	smsCodes    map[string]string    // phone → code
+	emails      map[string]Email     // address → the last e-mail sent to it
+	flows       []*flow
 	calls       map[string]int
 	lastRequest map[string]map[string]any
 }
@@ -67,6 +82,26 @@ type user struct {
 	Provider                   string
 	Confirmed                  bool
 	CreatedAt                  time.Time
+	// One pending secret of each kind, as the users table's confirmation_token and
+	// recovery_token (the newest e-mail wins).
+	confirmation, recovery *emailToken
+}
+
+// emailToken is an e-mailed secret: the 6-digit code and the hash its link carries,
+// sha224(email+code), prefixed pkce_ in a PKCE flow (crypto.GenerateTokenHash,
+// api/pkce.go addFlowPrefixToToken).
+type emailToken struct {
+	code, hash string
+	sentAt     time.Time
+}
+
+// emailTokenLifetime is GOTRUE_MAILER_OTP_EXP's default (conf/configuration.go).
+const emailTokenLifetime = 24 * time.Hour
+
+// Email is a message the fake sent: its kind (signup, recovery, magiclink), the link
+// ({{ .ConfirmationURL }}) and, only when CodesInEmails, the code ({{ .Token }}).
+type Email struct {
+	To, Type, Link, Code string
 }
 
 type session struct {
@@ -80,11 +115,23 @@ type refresh struct {
 	used    bool
 }
 
+// flow is a PKCE flow state (models/flow_state.go): created when a call brings a
+// code_challenge, given an auth code when its link is verified or the provider answers.
 type flow struct {
-	challenge string
-	user      *user
-	used      bool
-	expires   time.Time
+	challenge, method string
+	user              *user
+	authCode          string
+	created, issued   time.Time
+}
+
+// expired follows FlowState.IsExpired: a magic link's flow lives from its code's issue,
+// every other from its creation.
+func (fl *flow) expired(lifetime time.Duration) bool {
+	start := fl.created
+	if fl.method == "magiclink" && !fl.issued.IsZero() {
+		start = fl.issued
+	}
+	return time.Now().After(start.Add(lifetime))
 }
 
 type fakeError struct {
@@ -101,9 +148,10 @@ func New(t testing.TB) *Fake {
 	}
 	f := &Fake{
 		TokenTTL: time.Hour, Delay: 5 * time.Second, key: key, kid: "fake-key-1",
+		SiteURL: "http://localhost:3000", FlowStateExpiry: 300 * time.Second,
 		nextError: map[string]fakeError{}, users: map[string]*user{}, sessions: map[string]*session{},
-		refresh: map[string]*refresh{}, otps: map[string]string{}, flows: map[string]*flow{},
-		recoveries: map[string]string{}, calls: map[string]int{}, lastRequest: map[string]map[string]any{},
+		refresh: map[string]*refresh{}, smsCodes: map[string]string{}, emails: map[string]Email{},
+		calls: map[string]int{}, lastRequest: map[string]map[string]any{},
 	}
 	f.Server = httptest.NewServer(f.handler())
 	f.URL = f.Server.URL + "/auth/v1"
@@ -170,23 +218,23 @@ func (f *Fake) LastRequest(path string) map[string]any {
 	return f.lastRequest[path]
 }
 
-// OTP is the code last sent to an e-mail address or phone number.
+// OTP is the code last sent to a phone number, or shown in the last e-mail to an address
+// (only when CodesInEmails).
 func (f *Fake) OTP(to string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.otps[to]
+	if code, ok := f.smsCodes[to]; ok {
+		return code
+	}
+	return f.emails[to].Code
 }
 
-// RecoveryLink is the link of a reset e-mail sent to email and not used yet, or "".
-func (f *Fake) RecoveryLink(email string) string {
+// LastEmail is the last e-mail sent to address.
+func (f *Fake) LastEmail(address string) (Email, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for link, e := range f.recoveries {
-		if e == email {
-			return link
-		}
-	}
-	return ""
+	e, ok := f.emails[address]
+	return e, ok
 }
 
 // JWKSURL is the fake's key set.
@@ -324,25 +372,27 @@ func (f *Fake) token(w http.ResponseWriter, r *http.Request) {
 			rt.used = true
 			writeJSON(w, 200, f.sessionResponse(rt.session))
 		}
-	case "pkce":
-		fl := f.flows[str(b, "auth_code")]
+	case "pkce": // api/token.go PKCE: a wrong verifier leaves the flow usable
+		i := f.flowIndex(func(fl *flow) bool { return fl.authCode != "" && fl.authCode == str(b, "auth_code") })
 		switch {
-		case fl == nil || fl.used:
+		case i < 0:
 			f.fail(w, r, 404, "flow_state_not_found", "invalid flow state, no valid flow state found")
-		case time.Now().After(fl.expires):
+		case f.flows[i].expired(f.FlowStateExpiry):
 			f.fail(w, r, 422, "flow_state_expired", "invalid flow state, flow state has expired")
-		case s256(str(b, "code_verifier")) != fl.challenge:
-			fl.used = true
+		case s256(str(b, "code_verifier")) != f.flows[i].challenge:
 			f.fail(w, r, 400, "bad_code_verifier", "code challenge does not match previously saved code verifier")
 		default:
-			fl.used = true
-			writeJSON(w, 200, f.newSession(fl.user))
+			u := f.flows[i].user
+			f.flows = append(f.flows[:i], f.flows[i+1:]...)
+			writeJSON(w, 200, f.newSession(u))
 		}
 	default:
 		f.fail(w, r, 400, "unsupported_grant_type", "unsupported_grant_type")
 	}
 }
 
+// signup follows api/signup.go: with confirmations on, a new or unconfirmed address gets
+// the confirmation e-mail and an existing confirmed one an answer that looks the same.
 func (f *Fake) signup(w http.ResponseWriter, r *http.Request) {
 	b := body(r)
 	email, password := str(b, "email"), str(b, "password")
@@ -352,16 +402,18 @@ func (f *Fake) signup(w http.ResponseWriter, r *http.Request) {
 		f.fail(w, r, 422, "weak_password", "Password should be at least 6 characters.", map[string]any{"weak_password": map[string]any{"reasons": []string{"length"}}})
 		return
 	}
-	if existing := f.users[email]; existing != nil {
+	u := f.users[email]
+	if u != nil && (u.Confirmed || f.Autoconfirm) {
 		if f.Autoconfirm {
 			f.fail(w, r, 422, "user_already_exists", "User already registered")
 			return
 		}
-		// With confirmations on, GoTrue answers an existing address like a new one.
 		writeJSON(w, 200, f.userJSON(&user{ID: newUUID(), Email: email, Metadata: map[string]any{}, CreatedAt: time.Now()}))
 		return
 	}
-	u := f.addUser(email, "", password, f.Autoconfirm)
+	if u == nil {
+		u = f.addUser(email, "", password, f.Autoconfirm)
+	}
 	if data, ok := b["data"].(map[string]any); ok {
 		u.Metadata = data
 	}
@@ -369,98 +421,217 @@ func (f *Fake) signup(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, f.newSession(u))
 		return
 	}
+	f.sendEmail(r, u, "signup", str(b, "code_challenge"))
 	writeJSON(w, 200, f.userJSON(u))
 }
 
+// recover follows api/recover.go: the same empty answer whether or not the address exists.
 func (f *Fake) recover(w http.ResponseWriter, r *http.Request) {
 	b := body(r)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if u := f.users[str(b, "email")]; u != nil {
-		for link, email := range f.recoveries { // a user has one recovery token: the newest
-			if email == u.Email {
-				delete(f.recoveries, link)
-			}
-		}
-		// The link the e-mail would hold: /verify, which redirects back with a PKCE code.
-		q := url.Values{"token": {randomHex(16)}, "type": {"recovery"}, "redirect_to": {r.URL.Query().Get("redirect_to")},
-			"code_challenge": {str(b, "code_challenge")}}
-		f.recoveries[f.URL+"/verify?"+q.Encode()] = u.Email
+		f.sendEmail(r, u, "recovery", str(b, "code_challenge"))
 	}
 	writeJSON(w, 200, map[string]any{})
 }
 
+// otp follows api/otp.go and api/magic_link.go: SMS gets a code; e-mail gets a magic link,
+// or the confirmation e-mail when the address is new or unconfirmed.
 func (f *Fake) otp(w http.ResponseWriter, r *http.Request) {
 	b := body(r)
-	to := recipient(b)
+	phone, email := str(b, "phone"), str(b, "email")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.users[to] == nil {
+	to := recipient(b)
+	u := f.users[to]
+	if u == nil {
 		if create, _ := b["create_user"].(bool); !create {
 			f.fail(w, r, 422, "otp_disabled", "Signups not allowed for otp")
 			return
 		}
-		if str(b, "phone") != "" {
-			f.addUser("", to, "", true)
-		} else {
-			f.addUser(to, "", "", true)
-		}
+		u = f.addUser(email, phone, randomHex(16), phone != "")
 	}
-	f.otps[to] = fmt.Sprintf("%06d", randomInt(1_000_000))
+	switch {
+	case phone != "":
+		f.smsCodes[phone] = fmt.Sprintf("%06d", randomInt(1_000_000))
+	case !u.Confirmed:
+		f.sendEmail(r, u, "signup", str(b, "code_challenge"))
+	default:
+		f.sendEmail(r, u, "magiclink", str(b, "code_challenge"))
+	}
 	writeJSON(w, 200, map[string]any{})
 }
 
+// sendEmail "sends" an e-mail of a kind: a new secret replaces the user's pending one of
+// that kind, and a code_challenge makes it a PKCE flow (api/pkce.go generateFlowState).
+// The link is mailer/templatemailer.go's ConfirmationURL; redirect_to is the call's own,
+// else the site URL (utilities/request.go GetReferrer).
+func (f *Fake) sendEmail(r *http.Request, u *user, kind, challenge string) {
+	code := fmt.Sprintf("%06d", randomInt(1_000_000))
+	tok := &emailToken{code: code, hash: tokenHash(u.Email, code), sentAt: time.Now()}
+	if challenge != "" {
+		tok.hash = "pkce_" + tok.hash
+		f.flows = append(f.flows, &flow{challenge: challenge, method: kind, user: u, created: time.Now()})
+	}
+	if kind == "signup" {
+		u.confirmation = tok
+	} else {
+		u.recovery = tok
+	}
+	redirectTo := r.URL.Query().Get("redirect_to")
+	if redirectTo == "" {
+		redirectTo = f.SiteURL
+	}
+	e := Email{To: u.Email, Type: kind,
+		Link: f.URL + "/verify?" + url.Values{"token": {tok.hash}, "type": {kind}, "redirect_to": {redirectTo}}.Encode()}
+	if f.CodesInEmails {
+		e.Code = code
+	}
+	f.emails[u.Email] = e
+}
+
+// verify is POST /verify, a code typed in (api/verify.go verifyPost, verifyUserAndToken):
+// type email tries the confirmation, then the recovery secret; a PKCE-flow secret takes
+// its code too. The answer is a session, in the body.
 func (f *Fake) verify(w http.ResponseWriter, r *http.Request) {
 	b := body(r)
-	to := recipient(b)
+	to, code := recipient(b), str(b, "token")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	code, ok := f.otps[to]
-	if !ok || code != str(b, "token") {
+	u := f.users[to]
+	ok := false
+	switch typ := str(b, "type"); {
+	case u == nil:
+	case typ == "sms" || typ == "phone_change":
+		if ok = f.smsCodes[to] != "" && f.smsCodes[to] == code; ok {
+			delete(f.smsCodes, to)
+		}
+	default:
+		var kinds []**emailToken
+		switch typ {
+		case "email":
+			kinds = []**emailToken{&u.confirmation, &u.recovery}
+		case "signup", "invite":
+			kinds = []**emailToken{&u.confirmation}
+		case "recovery", "magiclink":
+			kinds = []**emailToken{&u.recovery}
+		}
+		for _, k := range kinds {
+			if t := *k; t != nil && time.Since(t.sentAt) < emailTokenLifetime && strings.TrimPrefix(t.hash, "pkce_") == tokenHash(u.Email, code) {
+				*k, ok = nil, true
+				break
+			}
+		}
+	}
+	if !ok {
 		f.fail(w, r, 403, "otp_expired", "Token has expired or is invalid")
 		return
 	}
-	delete(f.otps, to)
-	writeJSON(w, 200, f.newSession(f.users[to]))
+	u.Confirmed = true
+	writeJSON(w, 200, f.newSession(u))
 }
 
-// verifyLink is the e-mailed link: it redirects to redirect_to with a PKCE code.
+// verifyLink is GET /verify, the e-mailed link (api/verify.go verifyGet). A pkce_ token
+// redirects to redirect_to with ?code=…; any other is the implicit flow, whose tokens go in
+// the URL fragment. Failures redirect with error, error_code and error_description: in the
+// query only for PKCE, always in the fragment (prepErrorRedirectURL).
 func (f *Fake) verifyLink(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	token, kind, redirectTo := q.Get("token"), q.Get("type"), q.Get("redirect_to")
+	pkce := strings.HasPrefix(token, "pkce_")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	link := f.URL + "/verify?" + r.URL.RawQuery
-	email, ok := f.recoveries[link]
-	redirect := r.URL.Query().Get("redirect_to")
-	if !ok {
-		http.Redirect(w, r, redirect+"?error=access_denied&error_code=otp_expired&error_description=Email+link+is+invalid+or+has+expired", http.StatusSeeOther)
+	var u *user
+	for _, candidate := range f.users {
+		t := candidate.recovery
+		if kind == "signup" || kind == "invite" {
+			t = candidate.confirmation
+		}
+		if t != nil && t.hash == token && time.Since(t.sentAt) < emailTokenLifetime {
+			u = candidate
+		}
+	}
+	if u == nil {
+		f.redirectError(w, r, redirectTo, pkce, 403, "otp_expired", "Email link is invalid or has expired")
 		return
 	}
-	delete(f.recoveries, link)
-	code := newUUID()
-	f.flows[code] = &flow{challenge: r.URL.Query().Get("code_challenge"), user: f.users[email], expires: time.Now().Add(5 * time.Minute)}
-	http.Redirect(w, r, redirect+"?code="+code, http.StatusSeeOther)
+	if kind == "signup" || kind == "invite" {
+		u.confirmation = nil
+	} else {
+		u.recovery = nil
+	}
+	u.Confirmed = true // signupVerify and recoverVerify both confirm the address
+	if !pkce {
+		s := f.newSession(u)
+		fragment := url.Values{"type": {kind}}
+		for _, k := range []string{"access_token", "refresh_token", "token_type"} {
+			fragment.Set(k, fmt.Sprint(s[k]))
+		}
+		http.Redirect(w, r, redirectTo+"#"+fragment.Encode(), http.StatusSeeOther)
+		return
+	}
+	i := f.flowIndex(func(fl *flow) bool { return fl.user == u && fl.method == kind })
+	if i < 0 { // api/pkce.go issueAuthCode
+		f.redirectError(w, r, redirectTo, pkce, 422, "flow_state_not_found", "No valid flow state found for user.")
+		return
+	}
+	fl := f.flows[i]
+	fl.authCode, fl.issued = newUUID(), time.Now()
+	http.Redirect(w, r, redirectTo+"?"+url.Values{"code": {fl.authCode}}.Encode(), http.StatusSeeOther)
+}
+
+// redirectError sends the browser back to redirectTo with an error, as verify.go's
+// prepErrorRedirectURL does; error is named only for statuses in errors.go's oauthErrorMap.
+func (f *Fake) redirectError(w http.ResponseWriter, r *http.Request, redirectTo string, inQuery bool, status int, code, description string) {
+	params := url.Values{"error_code": {code}, "error_description": {description}}
+	if name, ok := map[int]string{400: "invalid_request", 401: "unauthorized_client", 403: "access_denied", 500: "server_error", 503: "temporarily_unavailable"}[status]; ok {
+		params.Set("error", name)
+	}
+	target := redirectTo
+	if inQuery {
+		target += "?" + params.Encode()
+	}
+	params.Set("sb", "")
+	http.Redirect(w, r, target+"#"+params.Encode(), http.StatusSeeOther)
+}
+
+// flowIndex is the newest flow that matches, or -1. f.mu is held.
+func (f *Fake) flowIndex(match func(*flow) bool) int {
+	for i := len(f.flows) - 1; i >= 0; i-- {
+		if match(f.flows[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // authorize stands in for the whole provider round trip: it signs in (or creates) a user of
-// that provider and redirects back with a PKCE code.
+// that provider and redirects back with a PKCE code (api/external.go). A provider that is
+// not enabled gets Supabase Auth's JSON error, which is what a browser would end on.
 func (f *Fake) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	provider := q.Get("provider")
 	if provider != "github" && provider != "google" {
-		f.fail(w, r, 400, "validation_failed", "Unsupported provider: Provider "+provider+" could not be found")
+		f.fail(w, r, 400, "validation_failed", "Unsupported provider: provider is not enabled")
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.DenyOAuth {
+		params := url.Values{"error": {"access_denied"}, "error_description": {"The user denied the request"}}
+		http.Redirect(w, r, q.Get("redirect_to")+"?"+params.Encode()+"#"+params.Encode()+"&sb=", http.StatusFound)
+		return
+	}
 	email := provider + "-user@example.test"
 	u := f.users[email]
 	if u == nil {
 		u = f.addUser(email, "", "", true)
 		u.Provider = provider
 	}
-	code := newUUID()
-	f.flows[code] = &flow{challenge: q.Get("code_challenge"), user: u, expires: time.Now().Add(5 * time.Minute)}
-	http.Redirect(w, r, q.Get("redirect_to")+"?code="+code, http.StatusFound)
+	fl := &flow{challenge: q.Get("code_challenge"), method: "oauth", user: u, authCode: newUUID(), created: time.Now(), issued: time.Now()}
+	f.flows = append(f.flows, fl)
+	http.Redirect(w, r, q.Get("redirect_to")+"?"+url.Values{"code": {fl.authCode}}.Encode(), http.StatusFound)
 }
 
 func (f *Fake) sessionFor(r *http.Request) (*session, bool) {
@@ -563,6 +734,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
+}
+
+func tokenHash(email, code string) string {
+	sum := sha256.Sum224([]byte(email + code))
+	return hex.EncodeToString(sum[:])
 }
 
 func s256(verifier string) string {

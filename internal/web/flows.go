@@ -1,0 +1,139 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"slices"
+	"time"
+
+	"tollgate/internal/identity"
+)
+
+// PKCE flows: OAuth sign-in and every e-mailed link (sign-up confirmation, password reset,
+// e-mail sign-in) come back to GET /oauth/callback with a code that only the verifier kept
+// in this browser's session exchanges. Nothing ever asks the identity service for the
+// implicit flow, whose tokens would travel in a URL fragment.
+
+// Flow purposes, kept beside the verifier: the callback's outcome depends on them.
+const (
+	flowOAuth     = "oauth"
+	flowSignUp    = "signup"
+	flowRecovery  = "recovery"
+	flowMagicLink = "magiclink"
+)
+
+// flowLifetime is how long a verifier waits for its link: the identity service's e-mailed
+// links live a day by default (GOTRUE_MAILER_OTP_EXP=86400).
+const flowLifetime = 24 * time.Hour
+
+// startFlow keeps a flow's verifier in the session until the callback finishes it or it
+// expires. A newer flow replaces an older one: the identity service, too, honours only the
+// newest link it sent an address.
+func (w *Web) startFlow(ctx context.Context, pkce identity.PKCE, purpose string) {
+	w.sessions.Put(ctx, keyPKCEVerifier, pkce.Verifier)
+	w.sessions.Put(ctx, keyPKCEPurpose, purpose)
+	w.sessions.Put(ctx, keyPKCEStarted, time.Now().Unix())
+}
+
+// pendingFlow is the session's unfinished, unexpired flow, or "" when there is none.
+func (w *Web) pendingFlow(ctx context.Context) (verifier, purpose string) {
+	started := time.Unix(w.sessions.GetInt64(ctx, keyPKCEStarted), 0)
+	if time.Since(started) > flowLifetime {
+		w.finishFlow(ctx)
+		return "", ""
+	}
+	return w.sessions.GetString(ctx, keyPKCEVerifier), w.sessions.GetString(ctx, keyPKCEPurpose)
+}
+
+func (w *Web) finishFlow(ctx context.Context) {
+	for _, key := range []string{keyPKCEVerifier, keyPKCEPurpose, keyPKCEStarted} {
+		w.sessions.Remove(ctx, key)
+	}
+}
+
+func (w *Web) oauthAuthorize(rw http.ResponseWriter, r *http.Request) {
+	// Only configured providers: any other would end the browser on the identity
+	// service's raw JSON error.
+	if !slices.Contains(w.opts.OAuthProviders, r.PathValue("provider")) {
+		w.notFound(rw, r)
+		return
+	}
+	pkce := identity.NewPKCE()
+	w.startFlow(r.Context(), pkce, flowOAuth)
+	// The one redirect that leaves the site: to the configured identity service only.
+	http.Redirect(rw, r, w.opts.Identity.AuthorizeURL(r.PathValue("provider"), w.callbackURL(), pkce), http.StatusFound)
+}
+
+// oauthCallback completes every PKCE flow. The identity service redirects here with
+// ?code=… on success, or with error, error_code and error_description (verify.go's
+// prepErrorRedirectURL, external.go's redirectErrors). A failure leaves the verifier in
+// place, so that the right link still works after a wrong or stale one was opened.
+func (w *Web) oauthCallback(rw http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	code := q.Get("code")
+	if code == "" || q.Get("error") != "" || q.Get("error_code") != "" {
+		w.opts.Log.InfoContext(r.Context(), "sign-in callback without a code", "error", q.Get("error"), "error_code", q.Get("error_code"))
+		w.redirect(rw, r, "/session/new", keyAlert, callbackFailure(q.Get("error"), q.Get("error_code")))
+		return
+	}
+	verifier, purpose := w.pendingFlow(r.Context())
+	switch {
+	case verifier == "" && w.sessions.GetString(r.Context(), keyAccessToken) != "":
+		w.redirect(rw, r, "/", "", "") // a finished flow's callback again (back button): signed in already
+		return
+	case verifier == "":
+		// A link opened in another browser, or after its flow ended here. The identity
+		// service redirects with a code only after it verified the link, and verifying
+		// confirms the address, so that much is done; signing in must happen here.
+		w.redirect(rw, r, "/session/new", keyNotice, msgOtherBrowser)
+		return
+	}
+	s, err := w.opts.Identity.ExchangeCode(r.Context(), code, verifier)
+	if err != nil {
+		w.logFailure(r, "code exchange", err)
+		switch {
+		case isUnavailable(err):
+			w.render(rw, r, http.StatusServiceUnavailable, "message", page{Title: "Sign in", Alert: msgUnavailable})
+		case purpose == flowSignUp:
+			// The link confirmed the address even though its flow cannot sign in any more
+			// (the identity service's flow state lives 5 minutes by default).
+			w.redirect(rw, r, "/session/new", keyNotice, msgEmailConfirmed)
+		default:
+			w.redirect(rw, r, "/session/new", keyAlert, msgLinkProblem)
+		}
+		return
+	}
+	w.finishFlow(r.Context())
+	if purpose == flowRecovery {
+		if err := w.signIn(r.Context(), s); err != nil {
+			w.render(rw, r, http.StatusServiceUnavailable, "message", page{Title: "Sign in", Alert: msgUnavailable})
+			return
+		}
+		w.sessions.Put(r.Context(), keyRecovery, true)
+		// The segment is opaque and ignored; the recovery session authenticates the reset.
+		w.redirect(rw, r, "/passwords/"+opaqueToken()+"/edit", "", "")
+		return
+	}
+	w.finishSignIn(rw, r, s)
+}
+
+// callbackFailure says what an identity-service redirect error means to the user.
+func callbackFailure(errorParam, errorCode string) string {
+	switch {
+	case errorCode == "otp_expired", errorCode == "flow_state_not_found", errorCode == "flow_state_expired", errorCode == "bad_code_verifier":
+		return msgLinkProblem
+	case errorParam == "access_denied" && errorCode == "":
+		return msgCancelled // the user turned the OAuth provider's consent down
+	}
+	return msgSignInFailed
+}
+
+func (w *Web) callbackURL() string { return w.opts.PublicURL + "/oauth/callback" }
+
+func opaqueToken() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
