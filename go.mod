@@ -16,6 +16,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rs/cors v1.11.1
+	github.com/stripe/stripe-go/v84 v84.4.1
 	github.com/swaggest/swgui v1.8.5
 	golang.org/x/net v0.59.0
 	golang.org/x/time v0.15.0

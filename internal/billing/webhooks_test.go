@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stripe/stripe-go/v84/webhook"
+
 	"tollgate/internal/db"
 	"tollgate/internal/db/dbtest"
 )
@@ -345,4 +347,25 @@ func TestConcurrentDeliveriesOfOneEvent(t *testing.T) {
 			t.Fatalf("%d canonical subscriptions, want 2", subs)
 		}
 	})
+}
+
+// TestStripeSignatures: a delivery signed by Stripe's own SDK, in the header Stripe sends,
+// is stored and applied; and what tollgate signs (webhook send) passes the SDK's check.
+func TestStripeSignatures(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		body := fixture(t, "web/customer.subscription.updated.json")
+		signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: testWebSecret, Timestamp: h.clock()})
+		rec := h.post("/billing/webhooks/web", body, http.Header{HeaderStripeSignature: {signed.Header}})
+		if rec.Code != http.StatusOK {
+			t.Fatalf("Stripe-signed delivery: %d %s", rec.Code, rec.Body)
+		}
+		if got := h.canonical(ProviderWeb, "sub_1TESTa1B2c3D4e5F6g7H8i9"); got == nil || got.Status != StatusActive || got.Plan != "pro" {
+			t.Fatalf("Stripe-signed delivery not applied: %+v", got)
+		}
+	})
+	body := fixture(t, "web/customer.subscription.created.json")
+	if err := webhook.ValidatePayload(body, SignWebHeader(testWebSecret, time.Now(), body), testWebSecret); err != nil {
+		t.Fatalf("Stripe's SDK refuses tollgate's signature: %v", err)
+	}
 }
