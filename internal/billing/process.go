@@ -147,7 +147,7 @@ func (s *Service) applyWebSubscription(ctx context.Context, q *dbq.Queries, ev w
 		}
 	}
 	// Materialising again on a duplicate or stale event is idempotent, and lets a replay
-	// complete an event that was unresolved when it first arrived.
+	// carry a plan or customer link fixed since into the canonical row.
 	return s.materialiseWeb(ctx, q, ps, outcome)
 }
 
@@ -430,7 +430,7 @@ func (s *Service) processMobile(ctx context.Context, q *dbq.Queries, eventID str
 	if !ps.LastEventID.Valid {
 		return outcome, nil
 	}
-	return s.materialiseMobile(ctx, q, ps.ID, current, outcome)
+	return s.materialiseMobile(ctx, q, ps, current, outcome)
 }
 
 // mobileSupersedes: later events win; at the same instant the later stage of life wins,
@@ -504,9 +504,9 @@ func mobileCanonical(eventType string, ev mobileEvent, at time.Time, current mob
 	return next, nil
 }
 
-func (s *Service) materialiseMobile(ctx context.Context, q *dbq.Queries, providerSubscriptionID int64, state mobileState, outcome string) (string, error) {
+func (s *Service) materialiseMobile(ctx context.Context, q *dbq.Queries, ps providerSubscription, state mobileState, outcome string) (string, error) {
 	if !isUUID(state.CustomerUserID) {
-		return "", unresolved("unresolved mobile customer", "customer_user_id", state.CustomerUserID)
+		return "", unresolved("unresolved mobile customer", "customer_user_id", state.CustomerUserID, "profile_id", ps.ProviderCustomerID.String)
 	}
 	plan, err := s.resolvePlan(ctx, q, ProviderMobile, []string{state.ProductID})
 	if err != nil {
@@ -517,7 +517,7 @@ func (s *Service) materialiseMobile(ctx context.Context, q *dbq.Queries, provide
 		return "", err
 	}
 	return outcome, q.UpsertSubscription(ctx, dbq.UpsertSubscriptionParams{
-		ProviderSubscriptionID: providerSubscriptionID, BillingCustomerID: c.ID, PlanID: plan, Provider: ProviderMobile,
+		ProviderSubscriptionID: ps.ID, BillingCustomerID: c.ID, PlanID: plan, Provider: ProviderMobile,
 		Status: state.Status, CurrentPeriodEnd: nullTime(state.PeriodEnd), Now: s.now(),
 	})
 }

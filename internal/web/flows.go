@@ -39,8 +39,9 @@ func (w *Web) startFlow(ctx context.Context, pkce identity.PKCE, purpose string)
 
 // pendingFlow is the session's unfinished, unexpired flow, or "" when there is none.
 func (w *Web) pendingFlow(ctx context.Context) (verifier, purpose string) {
-	started := time.Unix(w.sessions.GetInt64(ctx, keyPKCEStarted), 0)
-	if time.Since(started) > flowLifetime {
+	// A flow started before the start time was recorded has none: it is left to finish.
+	started := w.sessions.GetInt64(ctx, keyPKCEStarted)
+	if started != 0 && time.Since(time.Unix(started, 0)) > flowLifetime {
 		w.finishFlow(ctx)
 		return "", ""
 	}
