@@ -20,12 +20,7 @@ const (
 // maxEventIDLen bounds provider event ids; real ones are far shorter.
 const maxEventIDLen = 255
 
-var (
-	errNoEventID   = errors.New("the event has no id")
-	errLongEventID = errors.New("the event id is too long")
-	errNotObject   = errors.New("the body is not a JSON object")
-	errNULInBody   = errors.New("the body contains a NUL character, which cannot be stored")
-)
+var errNotObject = errors.New("the body is not a JSON object")
 
 // permanentError marks a payload that can never be processed as sent (a missing or
 // malformed field). The event is stored with the error and answered 200; replay can
@@ -64,11 +59,8 @@ type envelope struct {
 }
 
 // decodeTop parses a webhook body into its top-level fields. It rejects anything that is
-// not one JSON object, and NUL characters, which Postgres jsonb cannot hold.
+// not one JSON object.
 func decodeTop(body []byte) (map[string]json.RawMessage, error) {
-	if bytes.Contains(body, []byte(`\u0000`)) {
-		return nil, errNULInBody
-	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil || top == nil {
 		return nil, errNotObject
@@ -95,31 +87,45 @@ func text(raw json.RawMessage) string {
 	return ""
 }
 
-func checkEventID(id string) error {
-	switch {
-	case id == "":
-		return errNoEventID
-	case len(id) > maxEventIDLen:
-		return errLongEventID
+// eventID reads an event's id field: a JSON string, not blank, at most maxEventIDLen bytes.
+// The errors name the field, for the 400 the provider's dashboard shows.
+func eventID(top map[string]json.RawMessage, field string) (string, error) {
+	raw, ok := top[field]
+	if !ok {
+		return "", fmt.Errorf("the event has no %q", field)
 	}
-	return nil
+	var id string
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) || json.Unmarshal(raw, &id) != nil {
+		return "", fmt.Errorf("the event's %q is not a JSON string", field)
+	}
+	switch {
+	case strings.TrimSpace(id) == "":
+		return "", fmt.Errorf("the event's %q is empty", field)
+	case len(id) > maxEventIDLen:
+		return "", fmt.Errorf("the event's %q is longer than %d bytes", field, maxEventIDLen)
+	}
+	return id, nil
 }
 
 // webEnvelope derives the id and type of a web event: its top-level id and type.
 func webEnvelope(top map[string]json.RawMessage) (envelope, error) {
-	env := envelope{ID: text(top["id"]), Type: text(top["type"])}
-	return env, checkEventID(env.ID)
+	id, err := eventID(top, "id")
+	return envelope{ID: id, Type: text(top["type"])}, err
 }
 
 // mobileEnvelope derives the id and type of a mobile event. Real mobile payloads carry no
-// event_id, so the id is synthesised from fields that are fixed for one event and that
-// every redelivery repeats (SPEC 4.4, DESIGN §4.3).
+// event_id, so when it is absent (or null) the id is synthesised from fields that are fixed
+// for one event and that every redelivery repeats (SPEC 4.4, DESIGN §4.3). An event_id
+// that is present must be a proper id.
 func mobileEnvelope(top map[string]json.RawMessage) (envelope, error) {
-	env := envelope{ID: text(top["event_id"]), Type: text(top["event_type"])}
-	if env.ID == "" {
+	env := envelope{Type: text(top["event_type"])}
+	if raw, ok := top["event_id"]; !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		env.ID = syntheticMobileID(top)
+		return env, nil
 	}
-	return env, checkEventID(env.ID)
+	var err error
+	env.ID, err = eventID(top, "event_id")
+	return env, err
 }
 
 func syntheticMobileID(top map[string]json.RawMessage) string {

@@ -1,12 +1,16 @@
 package billing
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func addFixtureSeeds(f *testing.F, dir string) {
@@ -64,7 +68,7 @@ func FuzzEventID(f *testing.F) {
 			if a != b || (errA == nil) != (errB == nil) {
 				t.Fatal("event id derivation is not deterministic")
 			}
-			if errA == nil && (a.ID == "" || len(a.ID) > maxEventIDLen) {
+			if errA == nil && (strings.TrimSpace(a.ID) == "" || len(a.ID) > maxEventIDLen) {
 				t.Fatalf("accepted event id %q", a.ID)
 			}
 		}
@@ -72,6 +76,64 @@ func FuzzEventID(f *testing.F) {
 			t.Fatalf("synthetic id %q has the wrong length", m.ID)
 		}
 	})
+}
+
+// FuzzStorableJSON: for valid JSON, the storable form is valid JSON that decodes to the same
+// values with NUL read as U+FFFD (Go's decoder already reads lone surrogates so), holds no
+// \u0000 escape, and is a fixed point.
+func FuzzStorableJSON(f *testing.F) {
+	addFixtureSeeds(f, "web")
+	for _, seed := range []string{`{"a":"\u0000"}`, `["\ud800","\udc00x","\ud83d\ude00","\\u0000"]`, `{"\u0000":1}`, `"\ud800\ud800\udc00"`, `"\uD800\uDC00"`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out, err := storableJSON(body)
+		if !utf8.Valid(body) {
+			if err == nil {
+				t.Fatal("invalid UTF-8 accepted")
+			}
+			return
+		}
+		if !json.Valid(body) {
+			return
+		}
+		if err != nil || !json.Valid(out) {
+			t.Fatalf("%q became %q (%v)", body, out, err)
+		}
+		var in, got any
+		json.Unmarshal(body, &in)
+		json.Unmarshal(out, &got)
+		if !reflect.DeepEqual(withoutNUL(in), got) {
+			t.Fatalf("%q decodes differently after becoming %q", body, out)
+		}
+		if again, _ := storableJSON(out); !bytes.Equal(again, out) {
+			t.Fatalf("not a fixed point: %q → %q", out, again)
+		}
+		for _, r := range fmt.Sprint(got) {
+			if r == 0 {
+				t.Fatalf("%q still decodes to a NUL", out)
+			}
+		}
+	})
+}
+
+// withoutNUL replaces NUL with U+FFFD in every string and key of a decoded JSON value.
+func withoutNUL(v any) any {
+	switch v := v.(type) {
+	case string:
+		return strings.ReplaceAll(v, "\x00", "\uFFFD")
+	case []any:
+		for i := range v {
+			v[i] = withoutNUL(v[i])
+		}
+	case map[string]any:
+		m := map[string]any{}
+		for k, x := range v {
+			m[withoutNUL(k).(string)] = withoutNUL(x)
+		}
+		return m
+	}
+	return v
 }
 
 func FuzzDecodeWebEvent(f *testing.F) {

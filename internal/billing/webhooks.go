@@ -45,6 +45,7 @@ func (s *Service) mobileWebhook(w http.ResponseWriter, r *http.Request) {
 func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request, provider string,
 	verify func(body []byte) error, envelopeOf func(map[string]json.RawMessage) (envelope, error)) {
 	start := time.Now()
+	var top map[string]json.RawMessage
 	body, err := readLimited(w, r, s.maxBody)
 	if err != nil {
 		s.refuse(w, r, provider, len(body), err)
@@ -55,7 +56,10 @@ func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request, provider 
 			outcome: "unauthorized", detail: "The webhook signature or authorization is missing or does not match.", cause: err})
 		return
 	}
-	top, err := decodeTop(body)
+	body, err = storableJSON(body)
+	if err == nil {
+		top, err = decodeTop(body)
+	}
 	if err != nil {
 		s.refuse(w, r, provider, len(body), &webhookError{status: http.StatusBadRequest, kind: "invalid-body",
 			outcome: "bad_json", detail: err.Error() + ".", cause: err})

@@ -1,6 +1,7 @@
 package billing
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -135,14 +136,16 @@ func TestWebhookResponses(t *testing.T) {
 			{"web v0 only", "/billing/webhooks/web", created, http.Header{"Web-Signature": {fmt.Sprintf("t=%d,v0=%s", now, independentSignature(testWebSecret, now, created))}}, 401, "invalid-signature", 0, ""},
 			{"web signed but not JSON", "/billing/webhooks/web", notJSON, sig(now, notJSON), 400, "invalid-body", 0, ""},
 			{"web signed JSON array", "/billing/webhooks/web", []byte(`[1]`), sig(now, []byte(`[1]`)), 400, "invalid-body", 0, ""},
-			{"web signed without id", "/billing/webhooks/web", []byte(`{"type":"x"}`), sig(now, []byte(`{"type":"x"}`)), 400, "invalid-body", 0, "no id"},
-			{"web NUL in body", "/billing/webhooks/web", []byte(`{"id":"evt_nul","type":"a\u0000b"}`), sig(now, []byte(`{"id":"evt_nul","type":"a\u0000b"}`)), 400, "invalid-body", 0, "NUL"},
+			{"web signed without id", "/billing/webhooks/web", []byte(`{"type":"x"}`), sig(now, []byte(`{"type":"x"}`)), 400, "invalid-body", 0, `has no \"id\"`},
+			{"web NUL escape in body", "/billing/webhooks/web", []byte(`{"id":"evt_nul","type":"a\u0000b"}`), sig(now, []byte(`{"id":"evt_nul","type":"a\u0000b"}`)), 200, "", 1, ""},
+			{"web invalid UTF-8", "/billing/webhooks/web", []byte("{\"id\":\"evt_utf8\",\"type\":\"a\xffb\"}"), sig(now, []byte("{\"id\":\"evt_utf8\",\"type\":\"a\xffb\"}")), 400, "invalid-body", 0, "UTF-8"},
 			{"web unsupported type stored", "/billing/webhooks/web", []byte(`{"id":"evt_other","type":"charge.refunded","created":1}`), sig(now, []byte(`{"id":"evt_other","type":"charge.refunded","created":1}`)), 200, "", 1, ""},
 			{"web body too large", "/billing/webhooks/web", []byte(`{"id":"big","pad":"` + strings.Repeat("x", 1<<20) + `"}`), nil, 413, "body-too-large", 0, ""},
 			{"mobile valid", "/billing/webhooks/mobile", started, http.Header{"Authorization": {testMobileSecret}}, 200, "", 1, ""},
 			{"mobile wrong secret", "/billing/webhooks/mobile", started, http.Header{"Authorization": {"nope"}}, 401, "invalid-signature", 0, ""},
 			{"mobile no authorization", "/billing/webhooks/mobile", started, nil, 401, "invalid-signature", 0, ""},
 			{"mobile not JSON", "/billing/webhooks/mobile", notJSON, http.Header{"Authorization": {testMobileSecret}}, 400, "invalid-body", 0, ""},
+			{"mobile invalid UTF-8", "/billing/webhooks/mobile", []byte("{\"event_type\":\"subscription_started\",\"profile_id\":\"\xc3\x28\"}"), http.Header{"Authorization": {testMobileSecret}}, 400, "invalid-body", 0, "UTF-8"},
 			{"mobile set-up check", "/billing/webhooks/mobile", []byte(`{}`), http.Header{"Authorization": {testMobileSecret}}, 200, "", 0, ""},
 			{"mobile set-up check echo", "/billing/webhooks/mobile", []byte(`{"adapty_check":"abc123"}`), http.Header{"Authorization": {testMobileSecret}}, 200, "", 0, `"adapty_check_response":"abc123"`},
 			{"mobile set-up check unauthorised", "/billing/webhooks/mobile", []byte(`{}`), nil, 401, "invalid-signature", 0, ""},
@@ -368,4 +371,85 @@ func TestStripeSignatures(t *testing.T) {
 	if err := webhook.ValidatePayload(body, SignWebHeader(testWebSecret, time.Now(), body), testWebSecret); err != nil {
 		t.Fatalf("Stripe's SDK refuses tollgate's signature: %v", err)
 	}
+}
+
+// TestEventIDsAreStrings: an id that is missing, not a string, blank or too long is refused
+// with a 400 naming the field, and nothing is stored.
+func TestEventIDsAreStrings(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		long := `"` + strings.Repeat("e", 256) + `"`
+		for _, tc := range []struct {
+			provider, id, field string
+		}{
+			{ProviderWeb, "", "id"}, {ProviderWeb, `12345`, "id"}, {ProviderWeb, `null`, "id"}, {ProviderWeb, `""`, "id"},
+			{ProviderWeb, `"   "`, "id"}, {ProviderWeb, long, "id"}, {ProviderWeb, `{"a":1}`, "id"},
+			{ProviderMobile, `12345`, "event_id"}, {ProviderMobile, `"  "`, "event_id"}, {ProviderMobile, long, "event_id"},
+		} {
+			field := `"` + tc.field + `":` + tc.id + `,`
+			if tc.id == "" {
+				field = ""
+			}
+			var body []byte
+			var rec *httptest.ResponseRecorder
+			if tc.provider == ProviderWeb {
+				body = []byte(`{` + field + `"type":"customer.subscription.updated","created":1790856000,"data":{"object":{}}}`)
+				rec = h.sendWeb(body)
+			} else {
+				body = []byte(`{` + field + `"event_type":"subscription_started","event_datetime":"2026-10-01T12:00:04.118000+0000","profile_id":"p"}`)
+				rec = h.sendMobile(body)
+			}
+			if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `\"`+tc.field+`\"`) {
+				t.Errorf("%s %s=%s: %d %s", tc.provider, tc.field, tc.id, rec.Code, rec.Body)
+			}
+		}
+		if n := h.countEvents(); n != 0 {
+			t.Fatalf("%d events stored with bad ids", n)
+		}
+		// A mobile event without event_id (or with null) gets its synthetic id.
+		h.mustSend(ProviderMobile, []byte(`{"event_id":null,"event_type":"other","event_datetime":"2026-10-01T12:00:04.118000+0000","profile_id":"p"}`))
+		if n := h.countEvents(); n != 1 {
+			t.Fatalf("mobile event with a null event_id: %d rows", n)
+		}
+	})
+}
+
+// TestPoisonBodiesAreStoredAlike: JSON that Postgres jsonb refuses as sent (\u0000, lone
+// surrogate escapes) is stored with U+FFFD in their place, processed and answered 200, on
+// both engines; an escaped backslash before "u0000" and a proper surrogate pair stay as sent.
+func TestPoisonBodiesAreStoredAlike(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		const note = `"a\u0000b\ud800c\udc00d\ud83d\ude00e\\u0000f\ud800"`
+		withNote := func(name string) []byte { // a top-level "note" first, as sent: no re-encoding
+			return bytes.Replace(fixture(t, name), []byte(`{`), []byte(`{"note": `+note+`, `), 1)
+		}
+		web, mobile := withNote("web/customer.subscription.updated.json"), withNote("mobile/subscription_started.json")
+		h.mustSend(ProviderWeb, web)
+		h.mustSend(ProviderMobile, mobile)
+		want := "a\uFFFDb\uFFFDc\uFFFDd\U0001F600e\\u0000f\uFFFD"
+		var payloads []string
+		rows, err := d.Query("select payload from provider_events order by provider")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var p string
+			rows.Scan(&p)
+			payloads = append(payloads, p)
+		}
+		rows.Close()
+		if len(payloads) != 2 {
+			t.Fatalf("%d events stored, want 2", len(payloads))
+		}
+		for _, p := range payloads {
+			var m struct{ Note string }
+			if err := json.Unmarshal([]byte(p), &m); err != nil || m.Note != want {
+				t.Errorf("stored note %q (%v), want %q", m.Note, err, want)
+			}
+		}
+		if got := h.canonical(ProviderWeb, "sub_1TESTa1B2c3D4e5F6g7H8i9"); got == nil || got.Status != StatusActive {
+			t.Fatalf("the web event was not processed: %+v", got)
+		}
+	})
 }
