@@ -301,3 +301,22 @@ func TestSwaggerFileIsCurrent(t *testing.T) {
 		t.Fatal("swagger/v1/swagger.yaml is stale: run go test ./internal/api -run TestSwaggerFileIsCurrent -update")
 	}
 }
+
+// TestSeveralAuthorizationHeadersAreRefused: with two Authorization headers, even two
+// valid ones, none is believed.
+func TestSeveralAuthorizationHeadersAreRefused(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	valid := bearer(h.key.mint(t, validClaims()))
+	mustStatus(t, h.me(valid), http.StatusOK)
+	for _, pair := range [][2]string{{valid, valid}, {valid, "Bearer not-a-token"}, {"Bearer not-a-token", valid}} {
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/me", nil)
+		req.RemoteAddr = "203.0.113.7:41000"
+		req.Header["Authorization"] = pair[:]
+		rec := httptest.NewRecorder()
+		h.handler.ServeHTTP(rec, req)
+		mustStatus(t, rec, http.StatusUnauthorized)
+		if got := rec.Header().Get("WWW-Authenticate"); !strings.Contains(got, `error="invalid_token"`) || problemType(rec) != "unauthorized" {
+			t.Fatalf("two Authorization headers: %q %s", got, rec.Body)
+		}
+	}
+}

@@ -18,10 +18,11 @@ type credentialKey struct{}
 // credential is the request's bearer token, read and hashed once at the front of the
 // chain: the per-token throttle and the verifier both key on the digest.
 type credential struct {
-	token  string
-	sent   bool // a bearer credential was presented, well-formed or not
-	digest [32]byte
-	user   User // set once verified
+	token     string
+	sent      bool // a bearer credential was presented, well-formed or not
+	ambiguous bool // several Authorization headers: none is believed
+	digest    [32]byte
+	user      User // set once verified
 }
 
 func credentialOf(ctx context.Context) *credential {
@@ -43,7 +44,12 @@ func CurrentUser(ctx context.Context) (User, bool) {
 func readCredential(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := &credential{}
-		c.token, c.sent = bearerToken(r.Header.Get("Authorization"))
+		if values := r.Header.Values("Authorization"); len(values) > 1 {
+			// Which one a proxy or an attacker added cannot be told: refuse them all.
+			c.sent, c.ambiguous = true, true
+		} else {
+			c.token, c.sent = bearerToken(r.Header.Get("Authorization"))
+		}
 		if len(c.token) > MaxTokenBytes {
 			c.token = "" // refused unread: not worth hashing
 		}
@@ -69,6 +75,10 @@ func Authenticate(v *Verifier, log *slog.Logger) func(http.Handler) http.Handler
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			c := credentialOf(r.Context())
+			if c != nil && c.ambiguous {
+				unauthorized(w, true, "Send one Authorization header, not several.")
+				return
+			}
 			if c == nil || c.token == "" {
 				unauthorized(w, c != nil && c.sent, "A bearer token is required.")
 				return

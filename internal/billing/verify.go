@@ -20,7 +20,8 @@ var (
 	errMalformedHeader   = errors.New("malformed signature header")
 	errTimestampOutside  = errors.New("signature timestamp outside tolerance")
 	errSignatureMismatch = errors.New("no signature matches")
-	errAmbiguousHeader   = errors.New("more than one signature header")
+	errMissingHeader     = errors.New("no signature or authorization header")
+	errAmbiguousHeader   = errors.New("more than one signature or authorization header")
 )
 
 // Web signature headers: the specification's neutral name, and the one the real provider
@@ -30,18 +31,21 @@ const (
 	HeaderStripeSignature = "Stripe-Signature"
 )
 
-// webSignatureHeader picks the one signature header of a request. A request carrying both
-// names, or one name twice, is refused rather than guessed at: which of them a proxy or an
-// attacker added cannot be told.
-func webSignatureHeader(h http.Header) (string, error) {
-	values := append(h.Values(HeaderWebSignature), h.Values(HeaderStripeSignature)...)
-	if len(values) > 1 {
-		return "", errAmbiguousHeader
+// singleHeader is the one value a request carries under any of names. Two values, under one
+// name or several, are refused rather than guessed at: which of them a proxy or an attacker
+// added cannot be told.
+func singleHeader(h http.Header, names ...string) (string, error) {
+	var values []string
+	for _, name := range names {
+		values = append(values, h.Values(name)...)
 	}
-	if len(values) == 0 {
-		return "", errMalformedHeader
+	switch len(values) {
+	case 0:
+		return "", errMissingHeader
+	case 1:
+		return values[0], nil
 	}
-	return values[0], nil
+	return "", errAmbiguousHeader
 }
 
 // webSignature is a parsed Web-Signature header: t=<unix>,v1=<hex>[,v1=<hex>…].

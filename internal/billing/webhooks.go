@@ -26,7 +26,7 @@ var errBodyTooLarge = errors.New("body too large")
 
 func (s *Service) webWebhook(w http.ResponseWriter, r *http.Request) {
 	s.serveWebhook(w, r, ProviderWeb, func(body []byte) error {
-		header, err := webSignatureHeader(r.Header)
+		header, err := singleHeader(r.Header, HeaderWebSignature, HeaderStripeSignature)
 		if err != nil {
 			return err
 		}
@@ -36,7 +36,11 @@ func (s *Service) webWebhook(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) mobileWebhook(w http.ResponseWriter, r *http.Request) {
 	s.serveWebhook(w, r, ProviderMobile, func([]byte) error {
-		return verifyMobileAuthorization(s.mobileSecret, r.Header.Get("Authorization"))
+		header, err := singleHeader(r.Header, "Authorization")
+		if err != nil {
+			return err
+		}
+		return verifyMobileAuthorization(s.mobileSecret, header)
 	}, mobileEnvelope)
 }
 

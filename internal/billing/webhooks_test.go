@@ -144,6 +144,8 @@ func TestWebhookResponses(t *testing.T) {
 			{"mobile valid", "/billing/webhooks/mobile", started, http.Header{"Authorization": {testMobileSecret}}, 200, "", 1, ""},
 			{"mobile wrong secret", "/billing/webhooks/mobile", started, http.Header{"Authorization": {"nope"}}, 401, "invalid-signature", 0, ""},
 			{"mobile no authorization", "/billing/webhooks/mobile", started, nil, 401, "invalid-signature", 0, ""},
+			{"mobile authorization twice", "/billing/webhooks/mobile", started, http.Header{"Authorization": {testMobileSecret, "other"}}, 401, "invalid-signature", 0, ""},
+			{"mobile authorization twice, same value", "/billing/webhooks/mobile", started, http.Header{"Authorization": {testMobileSecret, testMobileSecret}}, 401, "invalid-signature", 0, ""},
 			{"mobile not JSON", "/billing/webhooks/mobile", notJSON, http.Header{"Authorization": {testMobileSecret}}, 400, "invalid-body", 0, ""},
 			{"mobile invalid UTF-8", "/billing/webhooks/mobile", []byte("{\"event_type\":\"subscription_started\",\"profile_id\":\"\xc3\x28\"}"), http.Header{"Authorization": {testMobileSecret}}, 400, "invalid-body", 0, "UTF-8"},
 			{"mobile set-up check", "/billing/webhooks/mobile", []byte(`{}`), http.Header{"Authorization": {testMobileSecret}}, 200, "", 0, ""},
