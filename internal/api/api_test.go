@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,10 +109,18 @@ func TestThrottles(t *testing.T) {
 	fetches := h.jwks.requests.Load()
 	rec := h.me(bearer(newECKey(t, "never-seen").mint(t, validClaims())))
 	mustStatus(t, rec, http.StatusTooManyRequests)
-	if problemType(rec) != "rate-limited" || rec.Header().Get("Retry-After") == "" || rec.Header().Get("RateLimit-Limit") != "300" ||
-		rec.Header().Get("RateLimit-Remaining") != "0" || rec.Header().Get("RateLimit-Reset") == "" {
+	if problemType(rec) != "rate-limited" || rec.Header().Get("RateLimit-Limit") != "300" || rec.Header().Get("RateLimit-Remaining") != "0" {
 		t.Fatalf("429 %v %s", rec.Header(), rec.Body)
 	}
+	// IETF RateLimit header fields: RateLimit-Reset is seconds until the window resets (not
+	// a time), and Retry-After says the same in whole seconds, at least 1.
+	window := int64(ratelimit.PerIP.Window / time.Second)
+	reset, errReset := strconv.ParseInt(rec.Header().Get("RateLimit-Reset"), 10, 64)
+	retry, errRetry := strconv.ParseInt(rec.Header().Get("Retry-After"), 10, 64)
+	if errReset != nil || errRetry != nil || reset < 0 || reset > window || retry < 1 || retry > window || retry != max(1, reset) {
+		t.Fatalf("RateLimit-Reset %q, Retry-After %q: want seconds within the %d s window", rec.Header().Get("RateLimit-Reset"), rec.Header().Get("Retry-After"), window)
+	}
+
 	if h.jwks.requests.Load() != fetches {
 		t.Fatal("a throttled request reached the key set")
 	}
@@ -122,6 +131,9 @@ func TestThrottles(t *testing.T) {
 	other := httptest.NewRecorder()
 	h.handler.ServeHTTP(other, req)
 	mustStatus(t, other, http.StatusOK)
+	if reset, err := strconv.ParseInt(other.Header().Get("RateLimit-Reset"), 10, 64); err != nil || reset < 0 || reset > window {
+		t.Fatalf("RateLimit-Reset on a 200: %q", other.Header().Get("RateLimit-Reset"))
+	}
 }
 
 func TestPerTokenThrottle(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -122,10 +123,12 @@ func (t *Throttles) middleware(limit Limit, key func(*http.Request) (string, boo
 		httprate.WithResponseHeaders(httprate.ResponseHeaders{
 			// RateLimit-* in Go's canonical spelling, which is what goes on the wire anyway;
 			// the exact spelling saves a canonicalisation per header per request.
-			Limit: "Ratelimit-Limit", Remaining: "Ratelimit-Remaining", Reset: "Ratelimit-Reset", RetryAfter: "Retry-After",
+			// Retry-After is set by the limit handler, in seconds until the window resets.
+			Limit: "Ratelimit-Limit", Remaining: "Ratelimit-Remaining", Reset: "Ratelimit-Reset", RetryAfter: "",
 		}),
 		httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
 			t.hits.WithLabelValues(limit.Name).Inc()
+			w.Header().Set("Retry-After", strconv.FormatInt(max(1, secondsToReset(w.Header())), 10))
 			onLimit(w, r)
 		}),
 		httprate.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
@@ -156,9 +159,25 @@ func (t *Throttles) middleware(limit Limit, key func(*http.Request) (string, boo
 			if ok && limiter.RespondOnLimit(w, r, limit.Name+":"+k) {
 				return
 			}
+			if ok {
+				secondsToReset(w.Header())
+			}
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// secondsToReset rewrites httprate's RateLimit-Reset, an absolute Unix time, into what the
+// IETF RateLimit header fields draft asks for: the seconds until the window resets. It
+// returns that number.
+func secondsToReset(h http.Header) int64 {
+	at, err := strconv.ParseInt(h.Get("Ratelimit-Reset"), 10, 64)
+	if err != nil {
+		return 0
+	}
+	seconds := max(0, at-time.Now().Unix())
+	h.Set("Ratelimit-Reset", strconv.FormatInt(seconds, 10))
+	return seconds
 }
 
 // ClientIP is the request's client address: the socket peer, unless that peer is a trusted
