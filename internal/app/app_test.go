@@ -427,3 +427,45 @@ func TestDockerfileBuildsLikeCI(t *testing.T) {
 		t.Error("the Dockerfile is not multi-stage")
 	}
 }
+
+// TestMetricsListener: with METRICS_ADDR, /metrics is served there only; without it, on the
+// main port outside production and nowhere in production.
+func TestMetricsListener(t *testing.T) {
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, tc := range []struct {
+		name          string
+		env           map[string]string
+		main, private bool // where /metrics answers
+	}{
+		{"development default", map[string]string{"APP_ENV": "development"}, true, false},
+		{"production default", map[string]string{"APP_ENV": "production"}, false, false},
+		{"production with METRICS_ADDR", map[string]string{"APP_ENV": "production", "METRICS_ADDR": freeAddr(t)}, false, true},
+		{"development with METRICS_ADDR", map[string]string{"APP_ENV": "development", "METRICS_ADDR": freeAddr(t)}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := testEnv(t, tc.env)
+			stop := startServe(t, env)
+			status, body := get(env["PUBLIC_URL"] + "/metrics")
+			if onMain := status == http.StatusOK && strings.Contains(body, "go_goroutines"); onMain != tc.main {
+				t.Errorf("/metrics on the main port: %d", status)
+			}
+			if tc.env["METRICS_ADDR"] != "" {
+				status, body = get("http://" + tc.env["METRICS_ADDR"] + "/metrics")
+				if onPrivate := status == http.StatusOK && strings.Contains(body, "tollgate_http_requests_total"); onPrivate != tc.private {
+					t.Errorf("/metrics on METRICS_ADDR: %d", status)
+				}
+			}
+			if code, logs := stop(); code != 0 {
+				t.Fatalf("serve exited %d: %s", code, logs)
+			}
+		})
+	}
+}

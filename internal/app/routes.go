@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"tollgate/internal/config"
 	"tollgate/internal/problem"
 )
 
@@ -19,12 +20,18 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /up", s.up)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+	if s.cfg.MetricsAddr == "" && s.cfg.Env != config.Production {
+		mux.Handle("GET /metrics", s.metricsHandler()) // else on METRICS_ADDR only, or nowhere
+	}
 
 	s.billing.Routes(mux, s.cfg.BillingMount)
 	s.api.Routes(mux)
 	mux.Handle("/", s.web.Handler()) // the forms, and the HTML 404 for everything else
 	return s.withRequestID(s.withAccessLog(s.withRecover(mux)))
+}
+
+func (s *Server) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})
 }
 
 // healthz says the process is alive; it touches no dependency.

@@ -20,9 +20,6 @@ import (
 	"tollgate/internal/web"
 )
 
-// shutdownGrace is how long in-flight requests get to finish after SIGINT or SIGTERM.
-const shutdownGrace = 25 * time.Second
-
 // Server is tollgate's HTTP surface with everything it depends on.
 type Server struct {
 	cfg       config.Config
@@ -127,7 +124,7 @@ func (s *Server) syncDevPlans(ctx context.Context) {
 }
 
 // Serve answers on listener until ctx ends, then shuts down gracefully: it stops accepting,
-// and in-flight requests (a webhook mid-transaction, say) get shutdownGrace to finish.
+// and in-flight requests (a webhook mid-transaction, say) get SHUTDOWN_TIMEOUT to finish.
 func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	httpServer := &http.Server{
 		Handler:           s.Handler(),
@@ -141,8 +138,23 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		go s.keys.Run(ctx)
 	}
 	go s.web.RunSessionCleanup(ctx, time.Hour)
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- httpServer.Serve(listener) }()
+	servers := []*http.Server{httpServer}
+	if s.cfg.MetricsAddr != "" {
+		// Metrics on their own listener, off the public port (METRICS_ADDR).
+		metricsListener, err := net.Listen("tcp", s.cfg.MetricsAddr)
+		if err != nil {
+			httpServer.Close()
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", s.metricsHandler())
+		metricsServer := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, metricsServer)
+		go func() { errc <- metricsServer.Serve(metricsListener) }()
+		s.env.log.Info("metrics listening", "addr", metricsListener.Addr().String())
+	}
 	s.env.log.Info("tollgate listening", "addr", listener.Addr().String(), "env", s.cfg.Env, "database", string(s.db.Engine),
 		"web_ingestion", s.cfg.WebIngestion)
 	select {
@@ -151,13 +163,17 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.env.log.Info("shutting down: finishing in-flight requests")
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := httpServer.Shutdown(shutdownCtx); err != nil {
-		return err
+	for _, srv := range servers {
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			return err
+		}
 	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
+	for range servers {
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Environments.
@@ -33,6 +34,12 @@ type Config struct {
 
 	DatabaseURL string
 	AutoMigrate bool
+	// DBTimeout bounds every database call made for a request.
+	DBTimeout time.Duration
+	// ShutdownTimeout is the grace in-flight requests get after SIGINT or SIGTERM.
+	ShutdownTimeout time.Duration
+	// MetricsAddr, when set, is the only listener that serves /metrics.
+	MetricsAddr string
 
 	AuthURL         string
 	AuthAPIKey      string
@@ -105,6 +112,21 @@ func Load(getenv func(string) string) (Config, error) {
 		fail("DATABASE_URL", "want sqlite:PATH or a postgres:// URL")
 	}
 	c.AutoMigrate = boolean("AUTO_MIGRATE", true)
+	duration := func(name string, def time.Duration) time.Duration {
+		raw := get(name, "")
+		if raw == "" {
+			return def
+		}
+		d, err := time.ParseDuration(raw)
+		if err != nil || d <= 0 {
+			fail(name, "want a positive duration such as 5s, got %q", raw)
+			return def
+		}
+		return d
+	}
+	c.DBTimeout = duration("DB_TIMEOUT", 5*time.Second)
+	c.ShutdownTimeout = duration("SHUTDOWN_TIMEOUT", 25*time.Second)
+	c.MetricsAddr = get("METRICS_ADDR", "")
 
 	c.AuthURL = strings.TrimRight(get("AUTH_URL", ""), "/")
 	c.AuthAPIKey = get("AUTH_API_KEY", "")

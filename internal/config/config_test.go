@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) func(string) string {
@@ -28,6 +29,9 @@ func TestLoadDefaults(t *testing.T) {
 		"alias":           {c.MobileEventAliases["subscription_renewal_cancelled"], "subscription_cancelled"},
 		"LogFormat":       {c.LogFormat, "text"},
 		"SwaggerUI":       {c.SwaggerUIEnabled, true},
+		"DBTimeout":       {c.DBTimeout, 5 * time.Second},
+		"ShutdownTimeout": {c.ShutdownTimeout, 25 * time.Second},
+		"MetricsAddr":     {c.MetricsAddr, ""},
 	}
 	for name, pair := range checks {
 		if pair[0] != pair[1] {
@@ -48,12 +52,14 @@ func TestLoadReportsEveryErrorWithoutSecrets(t *testing.T) {
 		"WEBHOOK_MAX_BODY": "lots",
 		"TRUSTED_PROXIES":  "10.0.0.0/8,not-an-ip",
 		"BILLING_MOUNT":    "a/b",
+		"DB_TIMEOUT":       "soon",
+		"SHUTDOWN_TIMEOUT": "-1s",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
 	msg := err.Error()
-	for _, name := range []string{"APP_ENV", "DATABASE_URL", "WEB_INGESTION", "WEBHOOK_MAX_BODY", "TRUSTED_PROXIES", "BILLING_MOUNT", "WEB_WEBHOOK_SECRET", "MOBILE_WEBHOOK_SECRET"} {
+	for _, name := range []string{"APP_ENV", "DATABASE_URL", "WEB_INGESTION", "WEBHOOK_MAX_BODY", "TRUSTED_PROXIES", "BILLING_MOUNT", "WEB_WEBHOOK_SECRET", "MOBILE_WEBHOOK_SECRET", "DB_TIMEOUT", "SHUTDOWN_TIMEOUT"} {
 		if !strings.Contains(msg, name) {
 			t.Errorf("error does not name %s:\n%s", name, msg)
 		}
