@@ -60,6 +60,10 @@ func Open(ctx context.Context, databaseURL string) (*DB, error) {
 			q.Add("_pragma", p)
 		}
 		q.Set("_time_format", "sqlite")
+		// Transactions take the write lock when they begin (BEGIN IMMEDIATE) and wait for it
+		// within busy_timeout. A deferred transaction that reads first and writes later
+		// cannot wait: beside another process's writer it fails with "database is locked".
+		q.Set("_txlock", "immediate")
 		sqldb, err := sql.Open("sqlite", path+"?"+q.Encode())
 		if err != nil {
 			return nil, err
