@@ -8,9 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
-
-	"tollgate/internal/problem"
 )
 
 type credentialKey struct{}
@@ -75,22 +72,25 @@ func Authenticate(v *Verifier, log *slog.Logger) func(http.Handler) http.Handler
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			c := credentialOf(r.Context())
-			if c != nil && c.ambiguous {
-				unauthorized(w, true, "Send one Authorization header, not several.")
+			switch {
+			case c != nil && c.ambiguous:
+				writeError(w, errSeveralAuth)
 				return
-			}
-			if c == nil || c.token == "" {
-				unauthorized(w, c != nil && c.sent, "A bearer token is required.")
+			case c != nil && c.sent && c.token == "":
+				writeError(w, errBadToken)
+				return
+			case c == nil || c.token == "":
+				writeError(w, errNoToken)
 				return
 			}
 			user, err := v.verify(r.Context(), c.token, c.digest)
 			switch {
 			case errors.Is(err, ErrNoKeySet):
 				log.WarnContext(r.Context(), "token not judged: no key set loaded")
-				problem.Unavailable(w, 5*time.Second, "Sign-in keys are not available yet; retry shortly.")
+				writeError(w, err)
 				return
 			case err != nil:
-				unauthorized(w, true, "The bearer token is invalid or expired.")
+				writeError(w, errBadToken)
 				return
 			}
 			c.user = user
@@ -114,15 +114,4 @@ func bearerToken(header string) (token string, sent bool) {
 		return "", true
 	}
 	return token, true
-}
-
-// unauthorized answers 401 with the challenge of RFC 6750: error="invalid_token" only when
-// a token was presented.
-func unauthorized(w http.ResponseWriter, tokenSent bool, detail string) {
-	challenge := `Bearer realm="api"`
-	if tokenSent {
-		challenge += `, error="invalid_token"`
-	}
-	w.Header().Set("WWW-Authenticate", challenge)
-	problem.Write(w, http.StatusUnauthorized, "unauthorized", detail)
 }

@@ -2,14 +2,12 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"tollgate/internal/billing"
-	"tollgate/internal/problem"
 )
 
 func (a *API) register(api huma.API) {
@@ -64,11 +62,11 @@ func (a *API) me(ctx context.Context, _ *struct{}) (*meOutput, error) {
 	user, _ := CurrentUser(ctx)
 	e, err := a.opts.Billing.Entitlements(ctx, user.ID)
 	if err != nil {
-		return nil, a.internal(ctx, err)
+		return nil, a.fail(ctx, err)
 	}
 	used, err := a.opts.Billing.UsageThisPeriod(ctx, e)
 	if err != nil {
-		return nil, a.internal(ctx, err)
+		return nil, a.fail(ctx, err)
 	}
 	out := &meOutput{}
 	out.Body.User = user
@@ -112,36 +110,8 @@ func (a *API) recordUsage(ctx context.Context, in *usageInput) (*usageOutput, er
 		amount = in.Body.Amount
 	}
 	u, err := a.opts.Billing.RecordUsage(ctx, user.ID, in.Name, amount)
-	switch {
-	case errors.Is(err, billing.ErrLimitExceeded):
-		return nil, &apiProblem{problem.Problem{Type: problem.TypeBase + "limit-exceeded", Title: "Limit exceeded", Status: http.StatusForbidden,
-			Detail: "This would exceed the plan's limit for this period; nothing was recorded."}}
-	case errors.Is(err, billing.ErrNotEntitled):
-		return nil, &apiProblem{problem.Problem{Type: problem.TypeBase + "limit-exceeded", Title: "Not entitled", Status: http.StatusForbidden,
-			Detail: "The current plan has no allowance for this; nothing was recorded."}}
-	case err != nil:
-		return nil, a.internal(ctx, err)
+	if err != nil {
+		return nil, a.fail(ctx, err)
 	}
 	return &usageOutput{Body: u}, nil
-}
-
-// internal logs err and answers a problem that reveals nothing of it.
-func (a *API) internal(ctx context.Context, err error) error {
-	a.opts.Log.ErrorContext(ctx, "api request failed", "error", err)
-	return &apiProblem{problem.Problem{Type: problem.TypeBase + "unavailable", Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
-		Detail: "The request could not be completed; retry shortly."}}
-}
-
-// apiProblem lets handlers return an RFC 9457 problem through huma.
-type apiProblem struct{ problem.Problem }
-
-func (p *apiProblem) Error() string             { return p.Title }
-func (p *apiProblem) GetStatus() int            { return p.Status }
-func (p *apiProblem) ContentType(string) string { return "application/problem+json" }
-
-func (p *apiProblem) GetHeaders() http.Header {
-	if p.Status == http.StatusServiceUnavailable {
-		return http.Header{"Retry-After": {"5"}}
-	}
-	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"tollgate/internal/billing"
-	"tollgate/internal/problem"
 	"tollgate/internal/ratelimit"
 )
 
@@ -50,7 +49,7 @@ func (a *API) Routes(mux *http.ServeMux) {
 	inner := http.NewServeMux()
 	a.register(humago.New(inner, Config()))
 	inner.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		problem.Write(w, http.StatusNotFound, "not-found", "There is no such API endpoint.")
+		writeError(w, errNoRoute)
 	})
 	mux.Handle("/api/", a.guard(inner))
 

@@ -42,6 +42,7 @@ func NewServer(e env, d *db.DB) (*Server, error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewDBStatsCollector(d.DB, "tollgate"),
 	)
+	d.WatchRequests(e.cfg.DBTimeout, e.log, registry)
 	throttles, err := ratelimit.New(ratelimit.Options{
 		RedisURL: e.cfg.RedisURL, TrustedProxies: e.cfg.TrustedProxies, Log: e.log, Registerer: registry,
 	})

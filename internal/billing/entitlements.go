@@ -89,7 +89,15 @@ func (e Entitlements) UsagePeriodEnd() time.Time {
 
 // Entitlements loads the user's position now. Entitlements combine over every entitling
 // subscription (booleans OR, numbers max); with none, the default plan's apply.
-func (s *Service) Entitlements(ctx context.Context, userID string) (Entitlements, error) {
+func (s *Service) Entitlements(ctx context.Context, userID string) (e Entitlements, err error) {
+	err = s.request(ctx, func(ctx context.Context) error {
+		e, err = s.entitlements(ctx, userID)
+		return err
+	})
+	return e, err
+}
+
+func (s *Service) entitlements(ctx context.Context, userID string) (Entitlements, error) {
 	q := dbq.New(s.db)
 	e := Entitlements{UserID: userID, At: s.now(), Effective: map[string]any{}}
 	rows, err := q.ListUserSubscriptions(ctx, userID)
@@ -189,11 +197,19 @@ var (
 // RecordUsage adds amount to the user's counter for name in the current period, refusing
 // without change when that would pass the limit. Concurrent callers never overshoot: the
 // check and the add are one conditional upsert.
-func (s *Service) RecordUsage(ctx context.Context, userID, name string, amount int64) (Usage, error) {
+func (s *Service) RecordUsage(ctx context.Context, userID, name string, amount int64) (u Usage, err error) {
+	err = s.request(ctx, func(ctx context.Context) error {
+		u, err = s.recordUsage(ctx, userID, name, amount)
+		return err
+	})
+	return u, err
+}
+
+func (s *Service) recordUsage(ctx context.Context, userID, name string, amount int64) (Usage, error) {
 	if amount < 1 {
 		return Usage{}, ErrInvalidAmount
 	}
-	e, err := s.Entitlements(ctx, userID)
+	e, err := s.entitlements(ctx, userID)
 	if err != nil {
 		return Usage{}, err
 	}
@@ -220,13 +236,17 @@ func (s *Service) RecordUsage(ctx context.Context, userID, name string, amount i
 
 // UsageThisPeriod is every counter of the user in the current period, by name.
 func (s *Service) UsageThisPeriod(ctx context.Context, e Entitlements) (map[string]int64, error) {
-	rows, err := dbq.New(s.db).ListUsage(ctx, dbq.ListUsageParams{UserID: e.UserID, PeriodEnd: e.UsagePeriodEnd()})
-	if err != nil {
-		return nil, err
-	}
-	used := make(map[string]int64, len(rows))
-	for _, r := range rows {
-		used[r.Name] = r.Used
-	}
-	return used, nil
+	var used map[string]int64
+	err := s.request(ctx, func(ctx context.Context) error {
+		rows, err := dbq.New(s.db).ListUsage(ctx, dbq.ListUsageParams{UserID: e.UserID, PeriodEnd: e.UsagePeriodEnd()})
+		if err != nil {
+			return err
+		}
+		used = make(map[string]int64, len(rows))
+		for _, r := range rows {
+			used[r.Name] = r.Used
+		}
+		return nil
+	})
+	return used, err
 }

@@ -6,6 +6,7 @@ package billing
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -72,17 +73,33 @@ func New(d *db.DB, log *slog.Logger, opts Options) *Service {
 // event is either recorded and processed or, on any database failure, not there at all.
 func (s *Service) Ingest(ctx context.Context, provider, eventID, eventType string, body []byte) (string, error) {
 	var outcome string
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-		rowID, err := dbq.New(tx).UpsertProviderEvent(ctx, dbq.UpsertProviderEventParams{
-			Provider: provider, ProviderEventID: eventID, EventType: eventType, Payload: body, Now: s.now(),
-		})
-		if err != nil {
+	err := s.request(ctx, func(ctx context.Context) error {
+		return s.db.InTx(ctx, func(tx *sql.Tx) error {
+			rowID, err := dbq.New(tx).UpsertProviderEvent(ctx, dbq.UpsertProviderEventParams{
+				Provider: provider, ProviderEventID: eventID, EventType: eventType, Payload: body, Now: s.now(),
+			})
+			if err != nil {
+				return err
+			}
+			outcome, err = s.processEvent(ctx, tx, rowID, provider, eventID, body)
 			return err
-		}
-		outcome, err = s.processEvent(ctx, tx, rowID, provider, eventID, body)
-		return err
+		})
 	})
 	return outcome, err
+}
+
+// request runs one request's database work within DB_TIMEOUT and tells the database's
+// outage log how it went. A refusal the domain decided (no entitlement, over the limit) is
+// an answer, not a failure.
+func (s *Service) request(ctx context.Context, work func(ctx context.Context) error) error {
+	ctx, cancel := s.db.Bound(ctx)
+	defer cancel()
+	err := work(ctx)
+	if errors.Is(err, ErrNotEntitled) || errors.Is(err, ErrLimitExceeded) || errors.Is(err, ErrInvalidAmount) {
+		s.db.Answered(ctx)
+		return err
+	}
+	return s.db.Report(ctx, err)
 }
 
 // ReplayFilter selects stored events to replay; zero fields match everything.

@@ -119,7 +119,7 @@ func (s *Service) refuse(w http.ResponseWriter, r *http.Request, provider string
 	s.outcomes.WithLabelValues(provider, we.outcome).Inc()
 	level := s.log.WarnContext
 	if we.status >= 500 {
-		level = s.log.ErrorContext
+		level = s.log.DebugContext // the database's outage log reports it, once per outage
 	}
 	attrs := []any{"provider", provider, "status", we.status, "outcome", we.outcome, "bytes", size}
 	if we.cause != nil {

@@ -34,6 +34,7 @@ var migrations embed.FS
 type DB struct {
 	*sql.DB
 	Engine Engine
+	health *health
 }
 
 // Open connects to a DATABASE_URL: "sqlite:PATH", "sqlite::memory:" or a postgres:// URL.

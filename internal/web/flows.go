@@ -93,10 +93,9 @@ func (w *Web) oauthCallback(rw http.ResponseWriter, r *http.Request) {
 	}
 	s, err := w.opts.Identity.ExchangeCode(r.Context(), code, verifier)
 	if err != nil {
-		w.logFailure(r, "code exchange", err)
-		switch {
-		case isUnavailable(err):
-			w.render(rw, r, http.StatusServiceUnavailable, "message", page{Title: "Sign in", Alert: msgUnavailable})
+		switch _, rejected := identity.AsError(err); {
+		case !rejected:
+			w.refuse(rw, r, "code exchange", "message", page{Title: "Sign in"}, err)
 		case purpose == flowSignUp:
 			// The link confirmed the address even though its flow cannot sign in any more
 			// (the identity service's flow state lives 5 minutes by default).
@@ -104,12 +103,15 @@ func (w *Web) oauthCallback(rw http.ResponseWriter, r *http.Request) {
 		default:
 			w.redirect(rw, r, "/session/new", keyAlert, msgLinkProblem)
 		}
+		if _, rejected := identity.AsError(err); rejected {
+			w.logFailure(r, "code exchange", err)
+		}
 		return
 	}
 	w.finishFlow(r.Context())
 	if purpose == flowRecovery {
 		if err := w.signIn(r.Context(), s); err != nil {
-			w.render(rw, r, http.StatusServiceUnavailable, "message", page{Title: "Sign in", Alert: msgUnavailable})
+			w.refuse(rw, r, "session renewal", "message", page{Title: "Sign in"}, err)
 			return
 		}
 		w.sessions.Put(r.Context(), keyRecovery, true)

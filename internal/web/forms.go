@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -34,25 +33,6 @@ const (
 	msgOtherBrowser       = msgEmailConfirmed + " (The link was opened in another browser than the one that asked for it, so it could not sign you in. To reset your password, ask for a new link in this browser.)"
 )
 
-// failure maps an identity error to the form's outcome: the one place forms decide what
-// an upstream refusal shows. 5xx, timeouts and garbage give 503 with the values kept.
-func failure(err error) (status int, alert string) {
-	if isUnavailable(err) {
-		return http.StatusServiceUnavailable, msgUnavailable
-	}
-	e, ok := identity.AsError(err)
-	if !ok {
-		return http.StatusServiceUnavailable, msgUnavailable
-	}
-	switch {
-	case e.Kind() != "" && e.Message != "":
-		return http.StatusUnprocessableEntity, e.Message // SPEC 7.2: shown with the upstream message
-	case e.Code == "over_email_send_rate_limit", e.Code == "over_sms_send_rate_limit", e.Code == "over_request_rate_limit":
-		return http.StatusTooManyRequests, msgTooManyEmails
-	}
-	return http.StatusUnprocessableEntity, msgInvalidCredentials
-}
-
 // --- sign-in and sign-out
 
 func (w *Web) signInForm(rw http.ResponseWriter, r *http.Request) {
@@ -66,19 +46,12 @@ func (w *Web) createSession(rw http.ResponseWriter, r *http.Request) {
 	email, password := strings.TrimSpace(r.PostFormValue("email")), r.PostFormValue("password")
 	again := page{Title: "Sign in", Email: email, OAuthProviders: w.oauthLinks()}
 	if len(password) > MaxPasswordBytes {
-		again.Alert = msgPasswordTooLong
-		w.render(rw, r, http.StatusUnprocessableEntity, "session_new", again)
+		w.refuse(rw, r, "sign-in", "session_new", again, errPasswordTooLong)
 		return
 	}
 	s, err := w.opts.Identity.SignInWithPassword(r.Context(), email, password)
 	if err != nil {
-		status, alert := failure(err)
-		if e, ok := identity.AsError(err); ok && e.Code == "email_not_confirmed" {
-			alert = "Please confirm your email address first; check your inbox for the link."
-		}
-		again.Alert = alert
-		w.logFailure(r, "sign-in", err)
-		w.render(rw, r, status, "session_new", again)
+		w.refuse(rw, r, "sign-in", "session_new", again, err)
 		return
 	}
 	w.finishSignIn(rw, r, s)
@@ -88,8 +61,8 @@ func (w *Web) createSession(rw http.ResponseWriter, r *http.Request) {
 func (w *Web) finishSignIn(rw http.ResponseWriter, r *http.Request, s identity.Session) {
 	returnTo := w.sessions.PopString(r.Context(), keyReturnTo)
 	if err := w.signIn(r.Context(), s); err != nil {
-		w.opts.Log.ErrorContext(r.Context(), "session renewal failed", "error", err)
-		w.render(rw, r, http.StatusServiceUnavailable, "message", page{Title: "Sign in", Alert: msgUnavailable})
+		name, again := w.formOf(r)
+		w.refuse(rw, r, "session renewal", name, again, err)
 		return
 	}
 	w.redirect(rw, r, returnTo, "", "")
@@ -102,7 +75,7 @@ func (w *Web) destroySession(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := w.sessions.Destroy(r.Context()); err != nil {
-		w.opts.Log.ErrorContext(r.Context(), "session destroy failed", "error", err)
+		w.logFailure(r, "session destroy", err)
 	}
 	w.redirect(rw, r, "/session/new", keyNotice, msgSignedOut)
 }
@@ -117,8 +90,7 @@ func (w *Web) createRegistration(rw http.ResponseWriter, r *http.Request) {
 	email, password := strings.TrimSpace(r.PostFormValue("email")), r.PostFormValue("password")
 	again := page{Title: "Create your account", Email: email}
 	if len(password) > MaxPasswordBytes {
-		again.Alert = msgPasswordTooLong
-		w.render(rw, r, http.StatusUnprocessableEntity, "registration_new", again)
+		w.refuse(rw, r, "sign-up", "registration_new", again, errPasswordTooLong)
 		return
 	}
 	pkce := identity.NewPKCE()
@@ -129,10 +101,7 @@ func (w *Web) createRegistration(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		status, alert := failure(err)
-		again.Alert = alert
-		w.logFailure(r, "sign-up", err)
-		w.render(rw, r, status, "registration_new", again)
+		w.refuse(rw, r, "sign-up", "registration_new", again, err)
 		return
 	}
 	if result.Session != nil {
@@ -155,8 +124,7 @@ func (w *Web) createResetRequest(rw http.ResponseWriter, r *http.Request) {
 	pkce := identity.NewPKCE()
 	err := w.opts.Identity.Recover(r.Context(), email, w.callbackURL(), pkce)
 	if isUnavailable(err) {
-		w.logFailure(r, "password reset request", err)
-		w.render(rw, r, http.StatusServiceUnavailable, "passwords_new", page{Title: "Reset your password", Email: email, Alert: msgUnavailable})
+		w.refuse(rw, r, "password reset request", "passwords_new", page{Title: "Reset your password", Email: email}, err)
 		return
 	}
 	if err != nil {
@@ -181,8 +149,7 @@ func (w *Web) updatePassword(rw http.ResponseWriter, r *http.Request) {
 	password := r.PostFormValue("password")
 	again := page{Title: "Choose a new password", Token: r.PathValue("token")}
 	if len(password) > MaxPasswordBytes {
-		again.Alert = msgPasswordTooLong
-		w.render(rw, r, http.StatusUnprocessableEntity, "passwords_edit", again)
+		w.refuse(rw, r, "password update", "passwords_edit", again, errPasswordTooLong)
 		return
 	}
 	access, err := w.sessionAccessToken(r.Context())
@@ -199,13 +166,7 @@ func (w *Web) updatePassword(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		status, alert := failure(err)
-		if e, ok := identity.AsError(err); ok && e.Code == "same_password" {
-			alert = e.Message
-		}
-		again.Alert = alert
-		w.logFailure(r, "password update", err)
-		w.render(rw, r, status, "passwords_edit", again)
+		w.refuse(rw, r, "password update", "passwords_edit", again, err)
 		return
 	}
 	w.sessions.Remove(r.Context(), keyRecovery)
@@ -221,22 +182,19 @@ func (w *Web) otpForm(rw http.ResponseWriter, r *http.Request) {
 func (w *Web) sendOTP(rw http.ResponseWriter, r *http.Request) {
 	email, phone := strings.TrimSpace(r.PostFormValue("email")), strings.TrimSpace(r.PostFormValue("phone"))
 	if email == "" && phone == "" {
-		w.render(rw, r, http.StatusUnprocessableEntity, "otp_new", page{Title: "Sign in with a code", Alert: "Enter your email address."})
+		w.refuse(rw, r, "code request", "otp_new", page{Title: "Sign in with a code"}, errNoRecipient)
 		return
 	}
 	// By e-mail the default template sends only a link, which must come back to this
 	// browser's verifier; the code form below serves templates that show a code, and SMS.
 	pkce := identity.NewPKCE()
 	err := w.opts.Identity.SendOTP(r.Context(), email, phone, false, w.callbackURL(), pkce)
-	status, alert := http.StatusOK, ""
-	if err != nil {
-		w.logFailure(r, "code request", err)
-		status, alert = failure(err)
-	}
 	// Only outages and rate limits are shown: an unknown address must look like a known one.
-	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
-		w.render(rw, r, status, "otp_new", page{Title: "Sign in with a code", Email: email, Alert: alert})
+	if status, _ := failure(err); err != nil && (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) {
+		w.refuse(rw, r, "code request", "otp_new", page{Title: "Sign in with a code", Email: email}, err)
 		return
+	} else if err != nil {
+		w.logFailure(r, "code request", err)
 	}
 	q := url.Values{"email": {email}, "type": {"email"}}
 	if phone != "" {
@@ -257,12 +215,7 @@ func (w *Web) verifyOTP(rw http.ResponseWriter, r *http.Request) {
 	typ, token := otpType(r.PostFormValue("type")), strings.TrimSpace(r.PostFormValue("token"))
 	s, err := w.opts.Identity.VerifyOTP(r.Context(), typ, email, phone, token)
 	if err != nil {
-		status, alert := failure(err)
-		if e, ok := identity.AsError(err); ok && e.Code == "otp_expired" && e.Message != "" {
-			alert = e.Message
-		}
-		w.logFailure(r, "code verification", err)
-		w.render(rw, r, status, "otp_verify", page{Title: "Enter your code", Email: email, Phone: phone, Type: typ, Alert: alert})
+		w.refuse(rw, r, "code verification", "otp_verify", page{Title: "Enter your code", Email: email, Phone: phone, Type: typ}, err)
 		return
 	}
 	w.finishSignIn(rw, r, s)
@@ -285,11 +238,11 @@ func (w *Web) account(rw http.ResponseWriter, r *http.Request) {
 		w.redirect(rw, r, "/session/new", "", "")
 		return
 	}
+	if _, rejected := identity.AsError(err); err != nil && !rejected {
+		w.refuse(rw, r, "user lookup", "message", page{Title: "Your account"}, err)
+		return
+	}
 	if err != nil {
-		if isUnavailable(err) || errors.Is(err, r.Context().Err()) {
-			w.render(rw, r, http.StatusServiceUnavailable, "message", page{Title: "Your account", Alert: msgUnavailable})
-			return
-		}
 		// The identity service no longer knows this session (signed out elsewhere, revoked).
 		w.logFailure(r, "user lookup", err)
 		w.sessions.Destroy(r.Context())
@@ -303,8 +256,7 @@ func (w *Web) account(rw http.ResponseWriter, r *http.Request) {
 	if w.opts.Billing != nil {
 		e, err := w.opts.Billing.Entitlements(r.Context(), user.ID)
 		if err != nil {
-			w.opts.Log.ErrorContext(r.Context(), "entitlements unavailable", "error", err)
-			w.render(rw, r, http.StatusServiceUnavailable, "message", page{Title: "Your account", Alert: msgUnavailable})
+			w.refuse(rw, r, "entitlements", "message", page{Title: "Your account"}, err)
 			return
 		}
 		if p := e.Plan(); p != nil {
@@ -331,15 +283,4 @@ func (w *Web) account(rw http.ResponseWriter, r *http.Request) {
 		sort.Strings(view.Entitlements)
 	}
 	w.render(rw, r, http.StatusOK, "account", page{Title: "Your account", Account: view})
-}
-
-// logFailure records why an identity call failed: code and status, never the form values.
-func (w *Web) logFailure(r *http.Request, action string, err error) {
-	attrs := []any{"action", action}
-	if e, ok := identity.AsError(err); ok {
-		attrs = append(attrs, "status", e.Status, "error_code", e.Code)
-	} else {
-		attrs = append(attrs, "error", err.Error())
-	}
-	w.opts.Log.InfoContext(r.Context(), "identity service refused", attrs...)
 }

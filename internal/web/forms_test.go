@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -683,4 +684,51 @@ func TestExpiredSessionsAreDeleted(t *testing.T) {
 	if r := h.get("/"); r.location != "/session/new" {
 		t.Fatal("an expired session still signs in")
 	}
+}
+
+// TestFormsWhenTheDatabaseIsDown: the session store cannot load or save, so no handler
+// runs; the form the request came from answers the 503 page with Retry-After and its
+// values, except passwords, and the outage is logged once.
+func TestFormsWhenTheDatabaseIsDown(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, harnessOpts{db: d})
+		d.WatchRequests(time.Second, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
+		h.signIn("down@example.test", "password1")
+		d.Close()
+
+		for _, tc := range []struct {
+			path   string
+			form   url.Values
+			kept   map[string]string // input name → value
+			absent string
+		}{
+			{"/session", url.Values{"email": {"down@example.test"}, "password": {"never-shown-1"}}, map[string]string{"email": "down@example.test"}, "never-shown-1"},
+			{"/registration", url.Values{"email": {"new@example.test"}, "password": {"never-shown-2"}}, map[string]string{"email": "new@example.test"}, "never-shown-2"},
+			{"/otp/verify", url.Values{"email": {"down@example.test"}, "type": {"email"}, "token": {"123456"}}, map[string]string{"email": "down@example.test", "type": "email"}, ""},
+			{"/passwords/abc", url.Values{"_method": {"put"}, "password": {"never-shown-3"}}, map[string]string{"_method": "put"}, "never-shown-3"},
+		} {
+			r := h.post(tc.path, tc.form)
+			if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") ||
+				flash(t, r.body, "alert") != msgUnavailable {
+				t.Fatalf("POST %s with the database down: %d %q %q", tc.path, r.status, r.header.Get("Retry-After"), r.body)
+			}
+			for name, value := range tc.kept {
+				if len(find(doc(t, r.body), "input", map[string]string{"name": name, "value": value})) != 1 {
+					t.Errorf("POST %s: %s=%q not kept", tc.path, name, value)
+				}
+			}
+			if tc.absent != "" && strings.Contains(r.body, tc.absent) {
+				t.Errorf("POST %s: the password is in the page", tc.path)
+			}
+		}
+		if r := h.get("/"); r.status != http.StatusServiceUnavailable || flash(t, r.body, "alert") != msgUnavailable {
+			t.Fatalf("account page with the database down: %d", r.status)
+		}
+		if n := strings.Count(h.logs.String(), "level=WARN msg=\"database unavailable"); n != 1 {
+			t.Fatalf("the outage was logged %d times, want once:\n%s", n, h.logs)
+		}
+		if strings.Contains(h.logs.String(), "level=ERROR") {
+			t.Fatalf("per-request errors were logged:\n%s", h.logs)
+		}
+	})
 }

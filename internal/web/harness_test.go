@@ -16,6 +16,7 @@ import (
 	"tollgate/internal/db/dbtest"
 	"tollgate/internal/identity"
 	"tollgate/internal/identity/identitytest"
+	"tollgate/internal/logcapture"
 	"tollgate/internal/ratelimit"
 )
 
@@ -28,6 +29,7 @@ type harness struct {
 	http  *http.Client
 	db    *db.DB
 	perIP ratelimit.Limit
+	logs  *logcapture.Buffer
 }
 
 type harnessOpts struct {
@@ -41,7 +43,7 @@ type harnessOpts struct {
 // browser-like client (cookie jar, redirects not followed so tests can read them).
 func newHarness(t *testing.T, o harnessOpts) *harness {
 	t.Helper()
-	h := &harness{t: t, fake: identitytest.New(t), db: o.db}
+	h := &harness{t: t, fake: identitytest.New(t), db: o.db, logs: &logcapture.Buffer{}}
 	if h.db == nil {
 		h.db = dbtest.SQLite(t)
 	}
@@ -56,7 +58,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		DB: h.db, Identity: identity.New(h.fake.URL, "", &http.Client{Timeout: 2 * 1e9}), Throttles: throttles,
 		PublicURL: h.srv.URL, OAuthProviders: o.oauth, SecureCookies: o.secure,
 		PerIP: ratelimit.Limit{Name: "forms/ip", Requests: 10_000, Window: 60 * 1e9}, PerEmail: o.perEmail,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -41,20 +41,29 @@ type sessionStore struct {
 	db *db.DB
 }
 
+// The store's calls are a request's database work: each has DB_TIMEOUT, and a failure is
+// reported to the database's outage log (and answered by sessionFailed).
 func (s sessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool, error) {
+	ctx, cancel := s.db.Bound(ctx)
+	defer cancel()
 	data, err := dbq.New(s.db).FindWebSession(ctx, dbq.FindWebSessionParams{Token: token, Now: time.Now().UTC()})
 	if errors.Is(err, sql.ErrNoRows) {
+		s.db.Answered(ctx)
 		return nil, false, nil
 	}
-	return data, err == nil, err
+	return data, err == nil, s.db.Report(ctx, err)
 }
 
 func (s sessionStore) CommitCtx(ctx context.Context, token string, data []byte, expiry time.Time) error {
-	return dbq.New(s.db).UpsertWebSession(ctx, dbq.UpsertWebSessionParams{Token: token, Data: data, Expiry: expiry.UTC()})
+	ctx, cancel := s.db.Bound(ctx)
+	defer cancel()
+	return s.db.Report(ctx, dbq.New(s.db).UpsertWebSession(ctx, dbq.UpsertWebSessionParams{Token: token, Data: data, Expiry: expiry.UTC()}))
 }
 
 func (s sessionStore) DeleteCtx(ctx context.Context, token string) error {
-	return dbq.New(s.db).DeleteWebSession(ctx, token)
+	ctx, cancel := s.db.Bound(ctx)
+	defer cancel()
+	return s.db.Report(ctx, dbq.New(s.db).DeleteWebSession(ctx, token))
 }
 
 // The context-free methods are never called (scs prefers the Ctx ones) but complete the interface.

@@ -72,6 +72,7 @@ func New(opts Options) (*Web, error) {
 		refresher: &refresher{client: opts.Identity, calls: map[string]*refreshCall{}},
 		pages:     map[string]*template.Template{},
 	}
+	w.sessions.ErrorFunc = w.sessionFailed
 	for _, page := range []string{"session_new", "registration_new", "passwords_new", "passwords_edit", "otp_new", "otp_verify", "account", "message"} {
 		t, err := template.ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
@@ -121,6 +122,9 @@ func (w *Web) write(rw http.ResponseWriter, r *http.Request, status int, name st
 		return
 	}
 	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if status == http.StatusServiceUnavailable {
+		rw.Header().Set("Retry-After", "5")
+	}
 	rw.WriteHeader(status)
 	rw.Write(buf.Bytes())
 }

@@ -1,0 +1,100 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"tollgate/internal/billing"
+	"tollgate/internal/problem"
+)
+
+// Refusals of the /api/* middleware and handlers. Each maps to one answer in problemFor.
+var (
+	errNoToken     = errors.New("no bearer token")
+	errBadToken    = errors.New("the bearer token is malformed, invalid or expired")
+	errSeveralAuth = errors.New("several Authorization headers")
+	errNoRoute     = errors.New("no such API endpoint")
+)
+
+// problemFor is the API's one mapping of errors to answers. Apart from huma's own request
+// validation (422) and the throttles' 429, every status /api/* gives comes from here; an
+// error it does not know is the database's or a dependency's, and says nothing of itself.
+func problemFor(err error) *apiProblem {
+	p := func(status int, kind, title, detail string) *apiProblem {
+		return &apiProblem{Problem: problem.Problem{Type: problem.TypeBase + kind, Title: title, Status: status, Detail: detail}}
+	}
+	switch {
+	case errors.Is(err, billing.ErrLimitExceeded):
+		return p(http.StatusForbidden, "limit-exceeded", "Limit exceeded", "This would exceed the plan's limit for this period; nothing was recorded.")
+	case errors.Is(err, billing.ErrNotEntitled):
+		return p(http.StatusForbidden, "limit-exceeded", "Not entitled", "The current plan has no allowance for this; nothing was recorded.")
+	case errors.Is(err, errNoToken):
+		return p(http.StatusUnauthorized, "unauthorized", "Unauthorized", "A bearer token is required.").challenge(false)
+	case errors.Is(err, errSeveralAuth):
+		return p(http.StatusUnauthorized, "unauthorized", "Unauthorized", "Send one Authorization header, not several.").challenge(true)
+	case errors.Is(err, errBadToken):
+		return p(http.StatusUnauthorized, "unauthorized", "Unauthorized", "The bearer token is invalid or expired.").challenge(true)
+	case errors.Is(err, errNoRoute):
+		return p(http.StatusNotFound, "not-found", "Not Found", "There is no such API endpoint.")
+	case errors.Is(err, ErrNoKeySet):
+		return p(http.StatusServiceUnavailable, "unavailable", "Service Unavailable", "Sign-in keys are not available yet; retry shortly.").retryAfter(5)
+	}
+	return p(http.StatusServiceUnavailable, "unavailable", "Service Unavailable", "The request could not be completed; retry shortly.").retryAfter(5)
+}
+
+// fail is what a handler returns for err: its problem. Failures of the database are logged
+// once per outage by the database itself; here they are a debug line.
+func (a *API) fail(ctx context.Context, err error) error {
+	p := problemFor(err)
+	if p.Status >= http.StatusInternalServerError {
+		a.opts.Log.DebugContext(ctx, "api request failed", "error", err)
+	}
+	return p
+}
+
+// writeError answers err outside huma (the middleware), the same way.
+func writeError(w http.ResponseWriter, err error) {
+	p := problemFor(err)
+	for k, v := range p.headers {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(p.Status)
+	json.NewEncoder(w).Encode(p.Problem)
+}
+
+// apiProblem is an RFC 9457 problem with its headers, which huma sends as handlers return it.
+type apiProblem struct {
+	problem.Problem
+	headers http.Header
+}
+
+// challenge adds RFC 6750's WWW-Authenticate: error="invalid_token" only when a token was sent.
+func (p *apiProblem) challenge(tokenSent bool) *apiProblem {
+	value := `Bearer realm="api"`
+	if tokenSent {
+		value += `, error="invalid_token"`
+	}
+	return p.with("WWW-Authenticate", value)
+}
+
+func (p *apiProblem) retryAfter(seconds int) *apiProblem {
+	return p.with("Retry-After", strconv.Itoa(seconds))
+}
+
+func (p *apiProblem) with(key, value string) *apiProblem {
+	if p.headers == nil {
+		p.headers = http.Header{}
+	}
+	p.headers.Set(key, value)
+	return p
+}
+
+func (p *apiProblem) Error() string             { return p.Title }
+func (p *apiProblem) GetStatus() int            { return p.Status }
+func (p *apiProblem) ContentType(string) string { return "application/problem+json" }
+func (p *apiProblem) GetHeaders() http.Header   { return p.headers }
