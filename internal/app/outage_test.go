@@ -1,0 +1,256 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tollgate/internal/billing"
+	"tollgate/internal/db/dbtest"
+	"tollgate/internal/identity"
+	"tollgate/internal/identity/identitytest"
+	"tollgate/internal/tcpproxy"
+)
+
+// proxiedPostgres is a fresh Postgres schema reached through a proxy that tests can cut or
+// stall, and the direct URL to check what was stored.
+func proxiedPostgres(t *testing.T) (proxied, direct string, proxy *tcpproxy.Proxy) {
+	direct = dbtest.PostgresURL(t)
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy = tcpproxy.New(t, u.Host)
+	u.Host = proxy.Addr
+	return u.String(), direct, proxy
+}
+
+// webEvent is the updated fixture as a new event of a new subscription named n.
+func webEvent(t *testing.T, n string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../billing/testdata/web/customer.subscription.updated.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.ReplaceAll(b, []byte("sub_1TESTa1B2c3D4e5F6g7H8i9"), []byte("sub_"+n))
+	return bytes.Replace(b, []byte(`"evt_`), []byte(`"evt_`+n+`_`), 1)
+}
+
+func postWeb(client *http.Client, base string, body []byte) (int, error) {
+	req, _ := http.NewRequest(http.MethodPost, base+"/billing/webhooks/web", bytes.NewReader(body))
+	req.Header.Set("Stripe-Signature", billing.SignWebHeader(webSecret, time.Now(), body))
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// TestStuckDatabaseAnswers503WithinDBTimeout: Postgres stops answering (connections stay
+// open, nothing comes back). A webhook, an API call and a form each get their 503 within
+// DB_TIMEOUT (and pgx's cancel), and on SIGTERM the process exits 0 within SHUTDOWN_TIMEOUT.
+func TestStuckDatabaseAnswers503WithinDBTimeout(t *testing.T) {
+	proxied, _, proxy := proxiedPostgres(t)
+	fake := identitytest.New(t)
+	fake.AddUser("stuck@example.test", "password1")
+	env := testEnv(t, map[string]string{
+		"DATABASE_URL": proxied, "DB_TIMEOUT": "1s", "SHUTDOWN_TIMEOUT": "4s", "AUTH_URL": fake.URL,
+	})
+	stop := startServe(t, env)
+	base := env["PUBLIC_URL"]
+	session, err := identity.New(fake.URL, "", nil).SignInWithPassword(context.Background(), "stuck@example.test", "password1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	signIn := func() *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, base+"/session", strings.NewReader(url.Values{"email": {"stuck@example.test"}, "password": {"password1"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := signIn(); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in before the stall: %d", resp.StatusCode)
+	}
+
+	proxy.Stall()
+	limit := 1*time.Second + 2*time.Second // DB_TIMEOUT, plus pgx's cancel request and deadline delays
+	timed := func(what string, do func() (int, string)) {
+		t.Helper()
+		start := time.Now()
+		status, retryAfter := do()
+		if took := time.Since(start); status != http.StatusServiceUnavailable || retryAfter == "" || took > limit {
+			t.Errorf("%s with the database stuck: %d (Retry-After %q) after %v, want 503 within %v", what, status, retryAfter, took, limit)
+		}
+	}
+	client := &http.Client{Timeout: 20 * time.Second}
+	timed("webhook", func() (int, string) {
+		body := webEvent(t, "stuck")
+		req, _ := http.NewRequest(http.MethodPost, base+"/billing/webhooks/web", bytes.NewReader(body))
+		req.Header.Set("Stripe-Signature", billing.SignWebHeader(webSecret, time.Now(), body))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	})
+	timed("API call", func() (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/me", nil)
+		req.Header.Set("Authorization", "Bearer "+session.AccessToken)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	})
+	timed("form", func() (int, string) {
+		resp := signIn() // the session cookie makes the store read first
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	})
+
+	// SIGTERM with a webhook in flight on the stuck database: it gets its 503, and the
+	// process exits 0 within SHUTDOWN_TIMEOUT + 1 s.
+	inFlight := make(chan int, 1)
+	go func() {
+		status, _ := postWeb(client, base, webEvent(t, "in_flight"))
+		inFlight <- status
+	}()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	code, logs := stop()
+	if took := time.Since(start); code != 0 || took > 5*time.Second {
+		t.Fatalf("serve exited %d after %v with the database stuck (want 0 within 5 s): %s", code, took, logs)
+	}
+	if status := <-inFlight; status != http.StatusServiceUnavailable {
+		t.Fatalf("the in-flight webhook got %d, want 503", status)
+	}
+}
+
+// TestOutageUnderLoadLosesNothing: 16 senders of unique events while Postgres is cut off
+// for 5 s. Every 200 is stored once; the refused events, sent again, are all stored; the
+// outage is logged as two warnings, not one line per refusal; no restart.
+func TestOutageUnderLoadLosesNothing(t *testing.T) {
+	proxied, direct, proxy := proxiedPostgres(t)
+	env := testEnv(t, map[string]string{"DATABASE_URL": proxied, "DB_TIMEOUT": "2s"})
+	stop := startServe(t, env)
+	base := env["PUBLIC_URL"]
+
+	var mu sync.Mutex
+	accepted, refused := map[string]bool{}, map[string][]byte{}
+	ctx, stopSending := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for sender := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{Timeout: 20 * time.Second}
+			for i := 0; ctx.Err() == nil; i++ {
+				name := fmt.Sprintf("chaos_%d_%d", sender, i)
+				body := webEvent(t, name)
+				status, err := postWeb(client, base, body)
+				ok := err == nil && status == http.StatusOK
+				mu.Lock()
+				if ok {
+					accepted[name] = true
+				} else {
+					refused[name] = body
+				}
+				mu.Unlock()
+				if !ok {
+					time.Sleep(100 * time.Millisecond) // a provider backs off too
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	proxy.Cut()
+	time.Sleep(5 * time.Second)
+	proxy.Start()
+	time.Sleep(2 * time.Second)
+	stopSending()
+	wg.Wait()
+	if len(refused) == 0 {
+		t.Fatal("nothing was refused: the outage did not happen")
+	}
+
+	// The provider retries what was refused; the same server takes it.
+	client := &http.Client{Timeout: 20 * time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for name, body := range refused {
+		for {
+			status, err := postWeb(client, base, body)
+			if err == nil && status == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still refused after the outage: %d %v", name, status, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	check, err := sql.Open("pgx", direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer check.Close()
+	stored := map[string]int{}
+	rows, err := check.Query("select provider_event_id from provider_events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		rows.Scan(&id)
+		stored[id]++
+	}
+	rows.Close()
+	unique := len(accepted) + len(refused)
+	if len(stored) != unique {
+		t.Fatalf("%d events stored, want the %d unique events sent", len(stored), unique)
+	}
+	for id, n := range stored {
+		if n != 1 {
+			t.Fatalf("%s stored %d times", id, n)
+		}
+	}
+	for name := range accepted {
+		if stored["evt_"+name+"_1TESTsubUpdated000000001"] != 1 {
+			t.Fatalf("%s was answered 200 but is not stored", name)
+		}
+	}
+
+	code, logs := stop()
+	if code != 0 {
+		t.Fatalf("serve exited %d", code)
+	}
+	if n := strings.Count(logs, "database unavailable"); n != 1 {
+		t.Errorf("the outage start was logged %d times, want once", n)
+	}
+	if n := strings.Count(logs, "database available again"); n != 1 || !strings.Contains(logs, "refused_requests=") {
+		t.Errorf("the outage end was logged %d times, want once with the count", n)
+	}
+	if n := strings.Count(logs, "level=ERROR"); n != 0 {
+		t.Errorf("%d ERROR lines during a %d-request outage, want none", n, len(refused))
+	}
+	t.Logf("%d events accepted at once, %d refused and accepted on retry", len(accepted), len(refused))
+}
