@@ -158,7 +158,7 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 
 // openDB opens DATABASE_URL and, when asked, migrates it.
 func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
-	d, err := db.Open(ctx, e.cfg.DatabaseURL)
+	d, err := db.Open(ctx, e.cfg.DatabaseURL, e.cfg.DBTimeout)
 	if err != nil {
 		return nil, err
 	}

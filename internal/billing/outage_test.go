@@ -1,11 +1,15 @@
 package billing
 
 import (
+	"context"
+	"database/sql"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"tollgate/internal/db"
 	"tollgate/internal/db/dbtest"
 	"tollgate/internal/tcpproxy"
 )
@@ -61,5 +65,48 @@ func TestDatabaseOutageAnswers503ThenRecovers(t *testing.T) {
 	}
 	if got := h.canonical(ProviderWeb, "sub_outage"); got == nil || got.Status != StatusActive {
 		t.Fatalf("canonical after recovery: %+v", got)
+	}
+}
+
+// TestLockedSQLiteAnswers503WithinDBTimeout: another process holds SQLite's write lock.
+// SQLite's wait ignores deadlines, so the lock wait itself is DB_TIMEOUT: the webhook gets
+// its 503 in time, and is stored once the lock is released.
+func TestLockedSQLiteAnswers503WithinDBTimeout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "locked.db")
+	d, err := db.Open(context.Background(), "sqlite:"+path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, d)
+	d.WatchRequests(time.Second, h.svc.log, nil)
+
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	holder, err := other.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.ExecContext(context.Background(), "begin immediate"); err != nil {
+		t.Fatal(err)
+	}
+	event := webLifecycle(t, "sub_locked")["updated"]
+	start := time.Now()
+	rec := h.sendWeb(event)
+	if took := time.Since(start); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || took > 3*time.Second {
+		t.Fatalf("webhook beside a held write lock: %d after %v, want 503 within DB_TIMEOUT", rec.Code, took)
+	}
+	if _, err := holder.ExecContext(context.Background(), "rollback"); err != nil {
+		t.Fatal(err)
+	}
+	h.mustSend(ProviderWeb, event)
+	if got := h.canonical(ProviderWeb, "sub_locked"); got == nil || got.Status != StatusActive {
+		t.Fatalf("after the lock was released: %+v", got)
 	}
 }

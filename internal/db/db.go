@@ -38,7 +38,10 @@ type DB struct {
 }
 
 // Open connects to a DATABASE_URL: "sqlite:PATH", "sqlite::memory:" or a postgres:// URL.
-func Open(ctx context.Context, databaseURL string) (*DB, error) {
+// lockWait is how long a SQLite call waits for another connection's write lock
+// (busy_timeout; 0 means 10 s). SQLite's wait ignores context deadlines, so serve passes
+// DB_TIMEOUT here to keep a request's database work within it.
+func Open(ctx context.Context, databaseURL string, lockWait time.Duration) (*DB, error) {
 	var d *DB
 	switch {
 	case strings.HasPrefix(databaseURL, "sqlite:"):
@@ -54,7 +57,11 @@ func Open(ctx context.Context, databaseURL string) (*DB, error) {
 			path = "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 		}
 		q := url.Values{}
-		for _, p := range []string{"foreign_keys(1)", "busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)"} {
+		if lockWait <= 0 {
+			lockWait = 10 * time.Second
+		}
+		busyTimeout := fmt.Sprintf("busy_timeout(%d)", lockWait.Milliseconds())
+		for _, p := range []string{"foreign_keys(1)", busyTimeout, "journal_mode(WAL)", "synchronous(NORMAL)"} {
 			if memory && p == "journal_mode(WAL)" {
 				continue
 			}

@@ -43,8 +43,9 @@ func (d *DB) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d.health.timeout)
 }
 
-// Refused records a request refused because its database work failed: a debug line and a
-// count, and a warning only when it is the first of an outage.
+// Refused records a request refused because its database work failed: a count, and a
+// warning only when it is the first of an outage. (The surface that refuses the request
+// writes its own debug line, with the request id.)
 func (d *DB) Refused(ctx context.Context, err error) {
 	h := d.health
 	if h == nil {
@@ -52,7 +53,6 @@ func (d *DB) Refused(ctx context.Context, err error) {
 	}
 	h.unavailable.Inc()
 	h.refused.Add(1)
-	h.log.DebugContext(ctx, "database work failed", "error", err)
 	if h.down.CompareAndSwap(false, true) {
 		h.since.Store(time.Now().UnixNano())
 		h.log.WarnContext(ctx, "database unavailable: refusing requests with 503 until it answers", "engine", string(d.Engine), "error", err)

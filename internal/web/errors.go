@@ -68,12 +68,14 @@ func (w *Web) logFailure(r *http.Request, action string, err error) {
 // sessionFailed answers a request whose session could not be loaded or saved: the database
 // is down or too slow. scs calls it before (or instead of) the route's handler, so the form
 // the request came from is found by its path, and shown again with its values, except
-// passwords. The store has reported the failure to the database's outage log.
+// passwords. The store has reported the failure to the database's outage log; the request's
+// own debug line is written here.
 func (w *Web) sessionFailed(rw http.ResponseWriter, r *http.Request, err error) {
-	w.opts.Log.DebugContext(r.Context(), "session unavailable", "error", err.Error())
+	w.logFailure(r, "session", err)
 	name, p := w.formOf(r)
-	p.Alert = msgUnavailable
-	w.write(rw, r, http.StatusServiceUnavailable, name, p)
+	var status int
+	status, p.Alert = failure(err)
+	w.write(rw, r, status, name, p)
 }
 
 // formOf is the form a path serves, with the values the request carries.

@@ -77,7 +77,7 @@ func PostgresURL(t testing.TB) string {
 func Open(t testing.TB, databaseURL string) *db.DB {
 	t.Helper()
 	ctx := context.Background()
-	d, err := db.Open(ctx, databaseURL)
+	d, err := db.Open(ctx, databaseURL, 0)
 	if err != nil {
 		t.Fatalf("open %s: %v", databaseURL, err)
 	}
