@@ -42,10 +42,12 @@ type KeySetOptions struct {
 // per UnknownKIDInterval when a token names a kid it lacks, and never making a request wait
 // longer than OnDemandTimeout.
 type KeySet struct {
-	url     string
-	opts    KeySetOptions
-	limiter *rate.Limiter
-	fetches *prometheus.CounterVec
+	url  string
+	opts KeySetOptions
+	// limiters space on-demand fetches by trigger, each on its own budget: loading the key
+	// set on first use must not spend the refetch an unknown kid (a rotated key) needs.
+	limiters map[string]*rate.Limiter
+	fetches  *prometheus.CounterVec
 
 	mu       sync.Mutex
 	keys     keyfunc.Keyfunc // nil until the first successful fetch
@@ -74,7 +76,10 @@ func NewKeySet(url string, opts KeySetOptions) *KeySet {
 	}
 	ks := &KeySet{
 		url: url, opts: opts,
-		limiter: rate.NewLimiter(rate.Every(opts.UnknownKIDInterval), 1),
+		limiters: map[string]*rate.Limiter{
+			triggerFirstUse:   rate.NewLimiter(rate.Every(opts.UnknownKIDInterval), 1),
+			triggerUnknownKID: rate.NewLimiter(rate.Every(opts.UnknownKIDInterval), 1),
+		},
 		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_jwks_fetches_total", Help: "JWKS fetches by trigger (background, unknown_kid, first_use) and result (changed, unchanged, error).",
 		}, []string{"trigger", "result"}),
@@ -140,7 +145,7 @@ func (ks *KeySet) refreshInterval() time.Duration {
 func (ks *KeySet) Key(ctx context.Context, token *jwt.Token) (any, error) {
 	keys, version := ks.current()
 	if keys == nil {
-		if ks.fetchOnDemand(ctx, "first_use") != nil {
+		if ks.fetchOnDemand(ctx, triggerFirstUse) != nil {
 			return nil, ErrNoKeySet
 		}
 		if keys, version = ks.current(); keys == nil {
@@ -152,7 +157,7 @@ func (ks *KeySet) Key(ctx context.Context, token *jwt.Token) (any, error) {
 		return key, err
 	}
 	// Another fetch may already have brought the kid in since this lookup began.
-	if ks.Version() == version && ks.fetchOnDemand(ctx, "unknown_kid") != nil {
+	if ks.Version() == version && ks.fetchOnDemand(ctx, triggerUnknownKID) != nil {
 		return nil, err
 	}
 	if keys, latest := ks.current(); latest != version {
@@ -168,13 +173,19 @@ func (ks *KeySet) current() (keyfunc.Keyfunc, uint64) {
 	return ks.keys, ks.version
 }
 
+// On-demand fetch triggers, as counted in tollgate_jwks_fetches_total.
+const (
+	triggerFirstUse   = "first_use"
+	triggerUnknownKID = "unknown_kid"
+)
+
 // fetchOnDemand joins a fetch already running, or starts one if the limiter allows, and
 // waits for it at most OnDemandTimeout. It never queues behind the limiter.
 func (ks *KeySet) fetchOnDemand(ctx context.Context, trigger string) error {
 	ks.mu.Lock()
 	done := ks.inflight
 	if done == nil {
-		if !ks.limiter.Allow() {
+		if !ks.limiters[trigger].Allow() {
 			ks.mu.Unlock()
 			return errors.New("key set refetch rate-limited")
 		}

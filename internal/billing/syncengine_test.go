@@ -147,6 +147,10 @@ func TestCheckMirrorNamesWhatIsMissing(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"no_such_mirror"`) || !strings.Contains(err.Error(), "no_such_mirror.subscriptions") {
 		t.Fatalf("error %v", err)
 	}
+}
+
+// TestCheckMirrorRefusesSQLite runs without Postgres: the mode is Postgres only.
+func TestCheckMirrorRefusesSQLite(t *testing.T) {
 	if err := CheckMirror(context.Background(), dbtest.SQLite(t), "stripe"); err == nil || !strings.Contains(err.Error(), "Postgres") {
 		t.Fatalf("SQLite: %v", err)
 	}
