@@ -147,18 +147,42 @@ func FuzzDecodeWebEvent(f *testing.F) {
 		}
 		at := time.Unix(ev.Created, 0)
 		if sub, err := decodeWebSubscription(ev.Data.Object); err == nil {
-			status, _, err := webCanonical(sub, at, nil, nil)
-			if err == nil && !validStatus(status) {
-				t.Fatalf("status %q", status)
+			if sub.ID == "" || sub.Status == "" {
+				t.Fatalf("decoded a subscription without id or status: %+v", sub)
 			}
-			sub.priceIDs()
-			sub.userID()
+			status, horizon, err := webCanonical(sub, at, nil, nil)
+			again, horizonAgain, errAgain := webCanonical(sub, at, nil, nil)
+			if status != again || !reflect.DeepEqual(horizon, horizonAgain) || (err == nil) != (errAgain == nil) {
+				t.Fatal("webCanonical is not a function of its inputs")
+			}
+			if err == nil && (!validStatus(status) || (status == StatusExpired && horizon == nil)) {
+				t.Fatalf("status %q with horizon %v", status, horizon)
+			}
+			for _, id := range sub.priceIDs() {
+				if id == "" {
+					t.Fatal("an empty price id")
+				}
+			}
+			if end := sub.periodEnd(); end != nil && end.Unix() <= 0 {
+				t.Fatalf("period end %v", end)
+			}
 		}
 		if inv, err := decodeWebInvoice(ev.Data.Object); err == nil {
-			inv.subscriptionID()
-			inv.paidThrough()
+			if paid := inv.paidThrough(); paid != nil && paid.Unix() <= 0 {
+				t.Fatalf("paid through %v", paid)
+			}
+			for _, id := range inv.priceIDs() {
+				if id == "" {
+					t.Fatal("an empty invoice price id")
+				}
+			}
+			if inv.subscriptionID() != inv.subscriptionID() || inv.userID() != inv.userID() {
+				t.Fatal("invoice fields are not stable")
+			}
 		}
-		attributesAgree(ev.Data.PreviousAttributes, ev.Data.Object)
+		if attributesAgree(ev.Data.PreviousAttributes, ev.Data.Object) != attributesAgree(ev.Data.PreviousAttributes, ev.Data.Object) {
+			t.Fatal("attributesAgree is not stable")
+		}
 	})
 }
 
@@ -171,11 +195,30 @@ func FuzzDecodeMobileEvent(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ev.subscriptionKey()
+		if key := ev.subscriptionKey(); key != ev.subscriptionKey() {
+			t.Fatal("the subscription key is not stable")
+		}
 		for eventType := range mobileRank {
 			next, err := mobileCanonical(eventType, ev, at, mobileState{})
-			if err == nil && !validStatus(next.Status) {
+			if err != nil {
+				continue
+			}
+			if !validStatus(next.Status) {
 				t.Fatalf("%s gave status %q", eventType, next.Status)
+			}
+			if (next.Status == StatusExpired || next.Status == StatusRefunded) && next.PeriodEnd == nil {
+				t.Fatalf("%s: %s without an end", eventType, next.Status)
+			}
+			// The state is stored as JSON: it must come back the same.
+			raw, err := json.Marshal(next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back mobileState
+			if err := json.Unmarshal(raw, &back); err != nil || back.Status != next.Status || back.ProductID != next.ProductID ||
+				back.CustomerUserID != next.CustomerUserID || (back.PeriodEnd == nil) != (next.PeriodEnd == nil) ||
+				(back.PeriodEnd != nil && !back.PeriodEnd.Equal(*next.PeriodEnd)) {
+				t.Fatalf("state %+v does not survive storage: %+v (%v)", next, back, err)
 			}
 		}
 	})

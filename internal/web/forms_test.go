@@ -658,6 +658,43 @@ func TestLookupUser(t *testing.T) {
 	if _, err := h.web.LookupUser(t.Context(), "not-a-token"); err == nil {
 		t.Fatal("a bad token was accepted")
 	}
+
+	// No token: the session's. A session without one gives nothing.
+	session := func() context.Context {
+		t.Helper()
+		token := ""
+		if c := h.sessionCookie(); c != nil {
+			token = c.Value
+		}
+		ctx, err := h.web.sessions.Load(t.Context(), token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ctx
+	}
+	if u, err := h.web.LookupUser(session(), ""); u != nil || err != nil {
+		t.Fatalf("no token, no signed-in session: %+v %v", u, err)
+	}
+	h.signIn("session@example.test", "password1")
+	refreshes := h.fake.Calls("/token?grant_type=refresh_token")
+	if u, err := h.web.LookupUser(session(), ""); err != nil || u == nil || u.Email != "session@example.test" {
+		t.Fatalf("the session's user: %+v %v", u, err)
+	}
+	if h.fake.Calls("/token?grant_type=refresh_token") != refreshes {
+		t.Fatal("a fresh access token was refreshed")
+	}
+
+	// Near expiry, the session's token is refreshed first.
+	h.newBrowser()
+	h.fake.TokenTTL = 30 * time.Second // inside the refresh window
+	h.signIn("expiring@example.test", "password1")
+	h.fake.TokenTTL = time.Hour
+	if u, err := h.web.LookupUser(session(), ""); err != nil || u == nil || u.Email != "expiring@example.test" {
+		t.Fatalf("the session's user near expiry: %+v %v", u, err)
+	}
+	if n := h.fake.Calls("/token?grant_type=refresh_token") - refreshes; n != 1 {
+		t.Fatalf("%d refreshes near expiry, want 1", n)
+	}
 }
 
 func TestExpiredSessionsAreDeleted(t *testing.T) {
