@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -127,22 +128,79 @@ func TestStuckDatabaseAnswers503WithinDBTimeout(t *testing.T) {
 		return resp.StatusCode, resp.Header.Get("Retry-After")
 	})
 
-	// SIGTERM with a webhook in flight on the stuck database: it gets its 503, and the
-	// process exits 0 within SHUTDOWN_TIMEOUT + 1 s.
-	inFlight := make(chan int, 1)
-	go func() {
-		status, _ := postWeb(client, base, webEvent(t, "in_flight"))
-		inFlight <- status
-	}()
-	time.Sleep(200 * time.Millisecond)
+	if code, logs := stop(); code != 0 {
+		t.Fatalf("serve exited %d: %s", code, logs)
+	}
+}
+
+// TestSIGTERMUnderLoadWithAStuckDatabase: a serve process takes webhooks from 8 senders,
+// then Postgres stops answering and the process gets SIGTERM with requests in flight. They
+// get their 503 within DB_TIMEOUT, the process exits 0 within SHUTDOWN_TIMEOUT + 1 s, and
+// every webhook answered 200 is stored.
+func TestSIGTERMUnderLoadWithAStuckDatabase(t *testing.T) {
+	proxied, direct, proxy := proxiedPostgres(t)
+	env := testEnv(t, map[string]string{"DATABASE_URL": proxied, "DB_TIMEOUT": "1s", "SHUTDOWN_TIMEOUT": "4s"})
+	bin := buildBinary(t)
+	p := startProcess(t, bin, env)
+	waitFor(t, func() bool { return healthcheckExit(t, bin, p.addr) == 0 })
+
+	var mu sync.Mutex
+	var accepted []string
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	for sender := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{Timeout: 20 * time.Second}
+			for i := 0; ; i++ {
+				name := fmt.Sprintf("term_%d_%d", sender, i)
+				status, err := postWeb(client, env["PUBLIC_URL"], webEvent(t, name))
+				if err != nil {
+					return // the server is gone
+				}
+				mu.Lock()
+				statuses[status]++
+				if status == http.StatusOK {
+					accepted = append(accepted, name)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	proxy.Stall()
+	time.Sleep(200 * time.Millisecond) // requests are now in flight on the stuck database
 	start := time.Now()
-	code, logs := stop()
-	if took := time.Since(start); code != 0 || took > 5*time.Second {
-		t.Fatalf("serve exited %d after %v with the database stuck (want 0 within 5 s): %s", code, took, logs)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	var exitErr error
+	select {
+	case exitErr = <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("serve still running 10 s after SIGTERM: %s", p.stderr)
 	}
-	if status := <-inFlight; status != http.StatusServiceUnavailable {
-		t.Fatalf("the in-flight webhook got %d, want 503", status)
+	took := time.Since(start)
+	wg.Wait()
+	if exitErr != nil || took > 5*time.Second {
+		t.Fatalf("after SIGTERM with the database stuck: %v after %v, want exit 0 within 5 s: %s", exitErr, took, p.stderr)
 	}
+	if len(accepted) == 0 || statuses[http.StatusServiceUnavailable] == 0 {
+		t.Fatalf("answers %v: want 200s before the stall and 503s during it", statuses)
+	}
+
+	proxy.Resume()
+	check, err := sql.Open("pgx", direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer check.Close()
+	for _, name := range accepted {
+		var n int
+		if err := check.QueryRow("select count(*) from provider_events where provider_event_id = $1", "evt_"+name+"_1TESTsubUpdated000000001").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("%s was answered 200 but is stored %d times (%v)", name, n, err)
+		}
+	}
+	t.Logf("answers %v; exit after %v", statuses, took)
 }
 
 // TestOutageUnderLoadLosesNothing: 16 senders of unique events while Postgres is cut off
@@ -237,6 +295,22 @@ func TestOutageUnderLoadLosesNothing(t *testing.T) {
 		if stored["evt_"+name+"_1TESTsubUpdated000000001"] != 1 {
 			t.Fatalf("%s was answered 200 but is not stored", name)
 		}
+	}
+
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var unavailable int
+	for _, line := range strings.Split(string(metrics), "\n") {
+		if strings.HasPrefix(line, "tollgate_db_unavailable_total ") {
+			fmt.Sscan(strings.TrimPrefix(line, "tollgate_db_unavailable_total "), &unavailable)
+		}
+	}
+	if unavailable < len(refused) {
+		t.Errorf("tollgate_db_unavailable_total = %d, want at least the %d refusals", unavailable, len(refused))
 	}
 
 	code, logs := stop()
