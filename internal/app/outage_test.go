@@ -47,16 +47,50 @@ func webEvent(t *testing.T, n string) []byte {
 	return bytes.Replace(b, []byte(`"evt_`), []byte(`"evt_`+n+`_`), 1)
 }
 
-func postWeb(client *http.Client, base string, body []byte) (int, error) {
+// webRequest is body POSTed to the web webhook, signed as Stripe signs.
+func webRequest(base string, body []byte) *http.Request {
 	req, _ := http.NewRequest(http.MethodPost, base+"/billing/webhooks/web", bytes.NewReader(body))
 	req.Header.Set("Stripe-Signature", billing.SignWebHeader(webSecret, time.Now(), body))
+	return req
+}
+
+// postWeb delivers body and returns the status.
+func postWeb(client *http.Client, base string, body []byte) (int, error) {
+	status, _, err := send(client, webRequest(base, body))
+	return status, err
+}
+
+// load runs senders that each deliver new web events (named prefix_SENDER_N) until ctx ends
+// or answer says stop, calling answer with every outcome; wait waits for them all.
+func load(ctx context.Context, t *testing.T, senders int, base, prefix string, answer func(name string, body []byte, status int, err error) (more bool)) (wait func()) {
+	var wg sync.WaitGroup
+	for sender := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{Timeout: 20 * time.Second}
+			for i := 0; ctx.Err() == nil; i++ {
+				name := fmt.Sprintf("%s_%d_%d", prefix, sender, i)
+				body := webEvent(t, name)
+				status, err := postWeb(client, base, body)
+				if !answer(name, body, status, err) {
+					return
+				}
+			}
+		}()
+	}
+	return wg.Wait
+}
+
+// send does req and returns its status and Retry-After.
+func send(client *http.Client, req *http.Request) (int, string, error) {
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, nil
+	return resp.StatusCode, resp.Header.Get("Retry-After"), nil
 }
 
 // TestStuckDatabaseAnswers503WithinDBTimeout: Postgres stops answering (connections stay
@@ -93,41 +127,27 @@ func TestStuckDatabaseAnswers503WithinDBTimeout(t *testing.T) {
 
 	proxy.Stall()
 	limit := 1*time.Second + 2*time.Second // DB_TIMEOUT, plus pgx's cancel request and deadline delays
-	timed := func(what string, do func() (int, string)) {
+	client := &http.Client{Timeout: 20 * time.Second}
+	timed := func(what string, req *http.Request) {
 		t.Helper()
 		start := time.Now()
-		status, retryAfter := do()
+		status, retryAfter, err := send(client, req)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if took := time.Since(start); status != http.StatusServiceUnavailable || retryAfter == "" || took > limit {
 			t.Errorf("%s with the database stuck: %d (Retry-After %q) after %v, want 503 within %v", what, status, retryAfter, took, limit)
 		}
 	}
-	client := &http.Client{Timeout: 20 * time.Second}
-	timed("webhook", func() (int, string) {
-		body := webEvent(t, "stuck")
-		req, _ := http.NewRequest(http.MethodPost, base+"/billing/webhooks/web", bytes.NewReader(body))
-		req.Header.Set("Stripe-Signature", billing.SignWebHeader(webSecret, time.Now(), body))
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode, resp.Header.Get("Retry-After")
-	})
-	timed("API call", func() (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/me", nil)
-		req.Header.Set("Authorization", "Bearer "+session.AccessToken)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode, resp.Header.Get("Retry-After")
-	})
-	timed("form", func() (int, string) {
-		resp := signIn() // the session cookie makes the store read first
-		return resp.StatusCode, resp.Header.Get("Retry-After")
-	})
-
+	timed("webhook", webRequest(base, webEvent(t, "stuck")))
+	api, _ := http.NewRequest(http.MethodGet, base+"/api/v1/me", nil)
+	api.Header.Set("Authorization", "Bearer "+session.AccessToken)
+	timed("API call", api)
+	start := time.Now()
+	if resp := signIn(); resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || time.Since(start) > limit {
+		// The session cookie makes the store read first.
+		t.Errorf("form with the database stuck: %d after %v, want 503 with Retry-After within %v", resp.StatusCode, time.Since(start), limit)
+	}
 	if code, logs := stop(); code != 0 {
 		t.Fatalf("serve exited %d: %s", code, logs)
 	}
@@ -147,27 +167,18 @@ func TestSIGTERMUnderLoadWithAStuckDatabase(t *testing.T) {
 	var mu sync.Mutex
 	var accepted []string
 	statuses := map[int]int{}
-	var wg sync.WaitGroup
-	for sender := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			client := &http.Client{Timeout: 20 * time.Second}
-			for i := 0; ; i++ {
-				name := fmt.Sprintf("term_%d_%d", sender, i)
-				status, err := postWeb(client, env["PUBLIC_URL"], webEvent(t, name))
-				if err != nil {
-					return // the server is gone
-				}
-				mu.Lock()
-				statuses[status]++
-				if status == http.StatusOK {
-					accepted = append(accepted, name)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
+	wait := load(context.Background(), t, 8, env["PUBLIC_URL"], "term", func(name string, _ []byte, status int, err error) bool {
+		if err != nil {
+			return false // the server is gone
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		statuses[status]++
+		if status == http.StatusOK {
+			accepted = append(accepted, name)
+		}
+		return true
+	})
 	time.Sleep(time.Second)
 	proxy.Stall()
 	time.Sleep(200 * time.Millisecond) // requests are now in flight on the stuck database
@@ -180,7 +191,7 @@ func TestSIGTERMUnderLoadWithAStuckDatabase(t *testing.T) {
 		t.Fatalf("serve still running 10 s after SIGTERM: %s", p.stderr)
 	}
 	took := time.Since(start)
-	wg.Wait()
+	wait()
 	if exitErr != nil || took > 5*time.Second {
 		t.Fatalf("after SIGTERM with the database stuck: %v after %v, want exit 0 within 5 s: %s", exitErr, took, p.stderr)
 	}
@@ -215,37 +226,27 @@ func TestOutageUnderLoadLosesNothing(t *testing.T) {
 	var mu sync.Mutex
 	accepted, refused := map[string]bool{}, map[string][]byte{}
 	ctx, stopSending := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for sender := range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			client := &http.Client{Timeout: 20 * time.Second}
-			for i := 0; ctx.Err() == nil; i++ {
-				name := fmt.Sprintf("chaos_%d_%d", sender, i)
-				body := webEvent(t, name)
-				status, err := postWeb(client, base, body)
-				ok := err == nil && status == http.StatusOK
-				mu.Lock()
-				if ok {
-					accepted[name] = true
-				} else {
-					refused[name] = body
-				}
-				mu.Unlock()
-				if !ok {
-					time.Sleep(100 * time.Millisecond) // a provider backs off too
-				}
-			}
-		}()
-	}
+	wait := load(ctx, t, 16, base, "chaos", func(name string, body []byte, status int, err error) bool {
+		ok := err == nil && status == http.StatusOK
+		mu.Lock()
+		if ok {
+			accepted[name] = true
+		} else {
+			refused[name] = body
+		}
+		mu.Unlock()
+		if !ok {
+			time.Sleep(100 * time.Millisecond) // a provider backs off too
+		}
+		return true
+	})
 	time.Sleep(time.Second)
 	proxy.Cut()
 	time.Sleep(5 * time.Second)
 	proxy.Start()
 	time.Sleep(2 * time.Second)
 	stopSending()
-	wg.Wait()
+	wait()
 	if len(refused) == 0 {
 		t.Fatal("nothing was refused: the outage did not happen")
 	}
