@@ -42,8 +42,9 @@ func failure(err error) (status int, alert string) {
 	return http.StatusUnprocessableEntity, msgInvalidCredentials
 }
 
-// refuse re-renders the form name with the answer to err, logging why (action names the
-// step). A failure of the database is logged by the database's outage log instead.
+// refuse re-renders the form name with the answer to err, logging why once (action names
+// the step). A failure of the database is only a debug line here: the database's outage log
+// reports the outage itself, once.
 func (w *Web) refuse(rw http.ResponseWriter, r *http.Request, action, name string, p page, err error) {
 	w.logFailure(r, action, err)
 	var status int
