@@ -135,26 +135,28 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
-	if s.cfg.AuthJWKSURL != "" {
-		go s.keys.Run(ctx)
-	}
-	go s.web.RunSessionCleanup(ctx, time.Hour)
-	errc := make(chan error, 2)
-	go func() { errc <- httpServer.Serve(listener) }()
 	servers := []*http.Server{httpServer}
+	listeners := []net.Listener{listener}
 	if s.cfg.MetricsAddr != "" {
-		// Metrics on their own listener, off the public port (METRICS_ADDR).
+		// Metrics on their own listener, off the public port (METRICS_ADDR), bound before
+		// anything is served so that a taken port stops the start.
 		metricsListener, err := net.Listen("tcp", s.cfg.MetricsAddr)
 		if err != nil {
-			httpServer.Close()
 			return err
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", s.metricsHandler())
-		metricsServer := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		servers = append(servers, metricsServer)
-		go func() { errc <- metricsServer.Serve(metricsListener) }()
+		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second})
+		listeners = append(listeners, metricsListener)
 		s.env.log.Info("metrics listening", "addr", metricsListener.Addr().String())
+	}
+	if s.cfg.AuthJWKSURL != "" {
+		go s.keys.Run(ctx)
+	}
+	go s.web.RunSessionCleanup(ctx, time.Hour)
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { errc <- srv.Serve(listeners[i]) }()
 	}
 	s.env.log.Info("tollgate listening", "addr", listener.Addr().String(), "env", s.cfg.Env, "database", string(s.db.Engine),
 		"web_ingestion", s.cfg.WebIngestion)
