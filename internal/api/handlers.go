@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -37,59 +36,21 @@ func (a *API) register(api huma.API) {
 
 type meOutput struct {
 	Body struct {
-		User    User        `json:"user"`
-		Billing billingView `json:"billing"`
+		User    User                `json:"user"`
+		Billing billing.BillingView `json:"billing"`
 	}
-}
-
-type billingView struct {
-	Subscribed       bool                 `json:"subscribed"`
-	Status           *string              `json:"status"`
-	Provider         *string              `json:"provider"`
-	Plan             *billing.Plan        `json:"plan"`
-	CurrentPeriodEnd *time.Time           `json:"current_period_end"`
-	Entitlements     map[string]any       `json:"entitlements"`
-	Usage            map[string]usageView `json:"usage"`
-}
-
-type usageView struct {
-	Used      int64     `json:"used"`
-	Limit     int64     `json:"limit"`
-	PeriodEnd time.Time `json:"period_end"`
 }
 
 func (a *API) me(ctx context.Context, _ *struct{}) (*meOutput, error) {
 	user, _ := CurrentUser(ctx)
-	e, err := a.opts.Billing.Entitlements(ctx, user.ID)
-	if err != nil {
-		return nil, a.fail(ctx, err)
-	}
-	used, err := a.opts.Billing.UsageThisPeriod(ctx, e)
+	view, err := a.opts.Billing.View(ctx, user.ID)
 	if err != nil {
 		return nil, a.fail(ctx, err)
 	}
 	out := &meOutput{}
 	out.Body.User = user
-	out.Body.Billing = billingViewOf(e, used)
+	out.Body.Billing = view
 	return out, nil
-}
-
-// billingViewOf describes the governing subscription, or with none the newest one.
-func billingViewOf(e billing.Entitlements, used map[string]int64) billingView {
-	v := billingView{Subscribed: e.Subscribed(), Plan: e.Plan(), Entitlements: e.Effective, Usage: map[string]usageView{}}
-	shown := e.Governing()
-	if shown == nil && len(e.Subscriptions) > 0 {
-		shown = &e.Subscriptions[0]
-	}
-	if shown != nil {
-		v.Status, v.Provider, v.CurrentPeriodEnd = &shown.Status, &shown.Provider, shown.CurrentPeriodEnd
-	}
-	for name := range e.Effective {
-		if limit, ok := e.Limit(name); ok {
-			v.Usage[name] = usageView{Used: used[name], Limit: limit, PeriodEnd: e.UsagePeriodEnd()}
-		}
-	}
-	return v
 }
 
 type usageInput struct {

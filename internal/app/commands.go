@@ -13,6 +13,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/google/uuid"
+
 	"tollgate/internal/billing"
 	"tollgate/internal/config"
 	"tollgate/internal/db"
@@ -227,4 +229,53 @@ func healthcheck(ctx context.Context, args []string, getenv func(string) string,
 	}
 	fmt.Fprintln(stdout, "healthy")
 	return nil
+}
+
+func cmdEntitlementsCheck(*flag.FlagSet) command {
+	return command{
+		args: "USER_ID NAME",
+		help: "Prints whether the user is entitled to NAME now, with the plan and, for a metered\nentitlement, the limit and this period's usage. Exits 0 when entitled, 1 when not:\nthe same answer /api/v1/me gives.",
+		run: func(ctx context.Context, e env) error {
+			userID, name := e.args[0], e.args[1]
+			if _, err := uuid.Parse(userID); err != nil {
+				return fmt.Errorf("USER_ID: want the identity user's UUID, got %q", userID)
+			}
+			d, err := openDB(ctx, e, false)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			view, err := newBilling(d, e, nil).View(ctx, userID)
+			if err != nil {
+				return err
+			}
+			plan := "no plan"
+			if view.Plan != nil {
+				plan = "plan " + view.Plan.Key
+			}
+			answer := "not entitled"
+			entitled := false
+			switch v := view.Entitlements[name].(type) {
+			case bool:
+				entitled = v
+			case int64:
+				entitled = v > 0
+			}
+			if entitled {
+				answer = "entitled"
+			}
+			fmt.Fprintf(e.stdout, "%s: %s to %s (%s", userID, answer, name, plan)
+			if view.Status != nil {
+				fmt.Fprintf(e.stdout, ", %s", *view.Status)
+			}
+			if u, ok := view.Usage[name]; ok {
+				fmt.Fprintf(e.stdout, "; used %d of %d until %s", u.Used, u.Limit, u.PeriodEnd.Format(time.RFC3339))
+			}
+			fmt.Fprintln(e.stdout, ")")
+			if !entitled {
+				return errNo
+			}
+			return nil
+		},
+	}
 }

@@ -28,6 +28,8 @@ Usage:
   tollgate plans sync            reconcile the plans file (PLANS_FILE) into the database
   tollgate events replay [...]   re-run stored webhook events through the processors
   tollgate webhook send [...]    sign a JSON event and POST it to a running server
+  tollgate entitlements check USER_ID NAME
+                                 print whether a user is entitled to NAME (exit 0 yes, 1 no)
   tollgate healthcheck [--url]   exit 0 if a running server answers /healthz (for containers)
 
 Configuration comes from the environment (see README.md). "tollgate COMMAND --help" describes a command.
@@ -36,12 +38,17 @@ Configuration comes from the environment (see README.md). "tollgate COMMAND --he
 // errUsage is returned after usage text was printed for --help; it means "exit 0".
 var errUsage = errors.New("usage printed")
 
+// errNo is a command's printed answer "no": exit 1, with nothing more on stderr.
+var errNo = errors.New("the answer is no")
+
 // Run executes one command and returns the process exit code.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	err := run(ctx, args, getenv, stdout, stderr)
 	switch {
 	case err == nil, errors.Is(err, errUsage):
 		return 0
+	case errors.Is(err, errNo):
+		return 1
 	default:
 		fmt.Fprintln(stderr, "tollgate: "+strings.ReplaceAll(err.Error(), "\n", "; "))
 		return 1
@@ -54,7 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return errors.New("no command given")
 	}
 	cmd, rest := args[0], args[1:]
-	if len(rest) > 0 && (cmd == "plans" || cmd == "events" || cmd == "webhook") {
+	if len(rest) > 0 && (cmd == "plans" || cmd == "events" || cmd == "webhook" || cmd == "entitlements") {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	switch cmd {
@@ -71,6 +78,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdEventsReplay)
 	case "webhook send":
 		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdWebhookSend)
+	case "entitlements check":
+		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdEntitlementsCheck)
 	case "healthcheck":
 		return healthcheck(ctx, rest, getenv, stdout, stderr)
 	}
@@ -78,9 +87,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return fmt.Errorf("unknown command %q", strings.Join(args, " "))
 }
 
-// env is what every command gets: its parsed configuration and where to write.
+// env is what every command gets: its parsed configuration, its positional arguments and
+// where to write.
 type env struct {
 	cfg    config.Config
+	args   []string
 	log    *slog.Logger
 	stdout io.Writer
 	stderr io.Writer
@@ -88,8 +99,10 @@ type env struct {
 
 type command struct {
 	flags *flag.FlagSet
-	help  string
-	run   func(ctx context.Context, e env) error
+	// args names the positional arguments the command requires, e.g. "USER_ID NAME".
+	args string
+	help string
+	run  func(ctx context.Context, e env) error
 }
 
 // parseFlags builds a command and parses its flags; --help prints its usage (errUsage).
@@ -97,8 +110,9 @@ func parseFlags(name string, args []string, stdout, stderr io.Writer, build func
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := build(fs)
+	c.flags = fs
 	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage: tollgate %s\n\n%s\n", name, c.help)
+		fmt.Fprintf(stdout, "Usage: tollgate %s\n\n%s\n", strings.TrimSpace(name+" "+c.args), c.help)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 	}
@@ -108,8 +122,11 @@ func parseFlags(name string, args []string, stdout, stderr io.Writer, build func
 		}
 		return c, err
 	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
+	if want := len(strings.Fields(c.args)); fs.NArg() != want {
+		if want == 0 {
+			return c, fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
+		}
+		return c, fmt.Errorf("%s: want %s", name, c.args)
 	}
 	return c, nil
 }
@@ -130,7 +147,7 @@ func withEnv(ctx context.Context, name string, args []string, getenv func(string
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	return c.run(ctx, env{cfg: cfg, log: newLogger(cfg, stderr), stdout: stdout, stderr: stderr})
+	return c.run(ctx, env{cfg: cfg, args: c.flags.Args(), log: newLogger(cfg, stderr), stdout: stdout, stderr: stderr})
 }
 
 // withDevEnvFile layers DevEnvFile under the real environment when APP_ENV is unset or

@@ -1,12 +1,9 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
-	"time"
 
 	"tollgate/internal/identity"
 )
@@ -254,33 +251,12 @@ func (w *Web) account(rw http.ResponseWriter, r *http.Request) {
 		view.Email = user.Phone
 	}
 	if w.opts.Billing != nil {
-		e, err := w.opts.Billing.Entitlements(r.Context(), user.ID)
+		answer, err := w.opts.Billing.View(r.Context(), user.ID)
 		if err != nil {
 			w.refuse(rw, r, "entitlements", "message", page{Title: "Your account"}, err)
 			return
 		}
-		if p := e.Plan(); p != nil {
-			view.Plan = p.Name
-		}
-		if g := e.Governing(); g != nil {
-			view.Status = g.Status
-			if g.CurrentPeriodEnd != nil {
-				view.PeriodEnd = g.CurrentPeriodEnd.Format(time.DateOnly)
-			}
-		} else if len(e.Subscriptions) > 0 {
-			view.Status = e.Subscriptions[0].Status
-		}
-		for name, v := range e.Effective {
-			switch v := v.(type) {
-			case bool:
-				if v {
-					view.Entitlements = append(view.Entitlements, name)
-				}
-			case int64:
-				view.Entitlements = append(view.Entitlements, fmt.Sprintf("%s: %d", name, v))
-			}
-		}
-		sort.Strings(view.Entitlements)
+		view.fill(answer)
 	}
 	w.render(rw, r, http.StatusOK, "account", page{Title: "Your account", Account: view})
 }

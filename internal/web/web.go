@@ -8,10 +8,12 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
@@ -99,6 +101,30 @@ type oauthLink struct{ ID, Label string }
 type accountView struct {
 	Email, Plan, Status, PeriodEnd string
 	Entitlements                   []string
+}
+
+// fill shows the billing view, the same answer /api/v1/me gives, as the page's text.
+func (a *accountView) fill(v billing.BillingView) {
+	if v.Plan != nil {
+		a.Plan = v.Plan.Name
+	}
+	if v.Status != nil {
+		a.Status = *v.Status
+	}
+	if v.CurrentPeriodEnd != nil {
+		a.PeriodEnd = v.CurrentPeriodEnd.Format(time.DateOnly)
+	}
+	for name, value := range v.Entitlements {
+		switch value := value.(type) {
+		case bool:
+			if value {
+				a.Entitlements = append(a.Entitlements, name)
+			}
+		case int64:
+			a.Entitlements = append(a.Entitlements, fmt.Sprintf("%s: %d", name, value))
+		}
+	}
+	sort.Strings(a.Entitlements)
 }
 
 // render writes a page with status. The one-request messages are taken from the session

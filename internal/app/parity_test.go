@@ -1,0 +1,148 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"tollgate/internal/identity"
+	"tollgate/internal/identity/identitytest"
+)
+
+// TestOneBillingAnswerEverywhere: for a user subscribed through the web provider and one
+// through the mobile provider, /api/v1/me, the account page and `entitlements check` give
+// the same plan, status and entitlements.
+func TestOneBillingAnswerEverywhere(t *testing.T) {
+	fake := identitytest.New(t)
+	env := testEnv(t, map[string]string{"AUTH_URL": fake.URL})
+	if code, _, errOut := runCmd(context.Background(), env, "plans", "sync"); code != 0 {
+		t.Fatalf("plans sync: %s", errOut)
+	}
+	startServe(t, env)
+	base := env["PUBLIC_URL"]
+	webUser, mobileUser := fake.AddUser("web@example.test", "password1"), fake.AddUser("mobile@example.test", "password1")
+	periodEnd := time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Second)
+
+	web := editFixture(t, "../billing/testdata/web/customer.subscription.updated.json", func(m map[string]any) {
+		m["created"] = time.Now().Add(-time.Minute).Unix()
+		obj := m["data"].(map[string]any)["object"].(map[string]any)
+		obj["metadata"] = map[string]any{"user_id": webUser}
+		obj["customer"] = "cus_parity"
+		obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any)["current_period_end"] = periodEnd.Unix()
+	})
+	if status, err := postWeb(http.DefaultClient, base, web); err != nil || status != http.StatusOK {
+		t.Fatalf("web event: %d %v", status, err)
+	}
+	const mobileTime = "2006-01-02T15:04:05.000000-0700"
+	mobile := editFixture(t, "../billing/testdata/mobile/subscription_started.json", func(m map[string]any) {
+		m["customer_user_id"] = mobileUser
+		m["event_datetime"] = time.Now().Add(-time.Minute).UTC().Format(mobileTime)
+		m["event_properties"].(map[string]any)["subscription_expires_at"] = periodEnd.Format(mobileTime)
+	})
+	req, _ := http.NewRequest(http.MethodPost, base+"/billing/webhooks/mobile", strings.NewReader(string(mobile)))
+	req.Header.Set("Authorization", mobileSecret)
+	if status, _, err := send(http.DefaultClient, req); err != nil || status != http.StatusOK {
+		t.Fatalf("mobile event: %d %v", status, err)
+	}
+
+	for _, u := range []struct{ id, email, provider string }{{webUser, "web@example.test", "web"}, {mobileUser, "mobile@example.test", "mobile"}} {
+		t.Run(u.provider, func(t *testing.T) {
+			// /api/v1/me with the user's token.
+			session, err := identity.New(fake.URL, "", nil).SignInWithPassword(context.Background(), u.email, "password1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/me", nil)
+			req.Header.Set("Authorization", "Bearer "+session.AccessToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var me struct {
+				Billing struct {
+					Subscribed   bool
+					Status       string
+					Provider     string
+					Plan         struct{ Key, Name string }
+					Entitlements map[string]any
+				}
+			}
+			json.NewDecoder(resp.Body).Decode(&me)
+			resp.Body.Close()
+			b := me.Billing
+			if !b.Subscribed || b.Status != "active" || b.Provider != u.provider || b.Plan.Key != "pro" {
+				t.Fatalf("/me billing: %+v", b)
+			}
+
+			// The account page, signed in through the forms.
+			jar, _ := cookiejar.New(nil)
+			browser := &http.Client{Jar: jar}
+			resp, err = browser.PostForm(base+"/session", url.Values{"email": {u.email}, "password": {"password1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			text := strings.Join(strings.Fields(regexp.MustCompile(`<[^>]+>`).ReplaceAllString(string(page), " ")), " ")
+			want := fmt.Sprintf("Plan %s Status %s Period ends %s", b.Plan.Name, b.Status, periodEnd.Format(time.DateOnly))
+			if !strings.Contains(text, want) {
+				t.Fatalf("account page lacks %q: %s", want, text)
+			}
+			for name, v := range b.Entitlements {
+				chip := name
+				if n, ok := v.(float64); ok {
+					chip = fmt.Sprintf("%s: %d", name, int64(n))
+				} else if v != true {
+					continue
+				}
+				if !strings.Contains(text, chip) {
+					t.Errorf("account page lacks the entitlement %q of /me", chip)
+				}
+			}
+
+			// The command line.
+			code, out, _ := runCmd(context.Background(), env, "entitlements", "check", u.id, "exports")
+			if code != 0 || !strings.Contains(out, "entitled to exports (plan pro, active)") {
+				t.Fatalf("entitlements check exports: %d %q", code, out)
+			}
+			code, out, _ = runCmd(context.Background(), env, "entitlements", "check", u.id, "teleport")
+			if code != 1 || !strings.Contains(out, "not entitled to teleport") {
+				t.Fatalf("entitlements check teleport: %d %q", code, out)
+			}
+		})
+	}
+	if code, _, errOut := runCmd(context.Background(), env, "entitlements", "check", "not-a-uuid", "exports"); code != 1 || !strings.Contains(errOut, "USER_ID") {
+		t.Fatalf("a bad user id: %d %q", code, errOut)
+	}
+	if code, _, errOut := runCmd(context.Background(), env, "entitlements", "check", webUser); code == 0 || !strings.Contains(errOut, "USER_ID NAME") {
+		t.Fatalf("a missing argument: %d %q", code, errOut)
+	}
+}
+
+// editFixture decodes a fixture, lets fn change it, and encodes it again.
+func editFixture(t *testing.T, path string, fn func(m map[string]any)) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	fn(m)
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
