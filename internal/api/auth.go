@@ -4,10 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"tollgate/internal/servicekeys"
 )
 
 type credentialKey struct{}
@@ -19,7 +24,8 @@ type credential struct {
 	sent      bool // a bearer credential was presented, well-formed or not
 	ambiguous bool // several Authorization headers: none is believed
 	digest    [32]byte
-	user      User // set once verified
+	user      User   // set once a user token is verified
+	service   string // the service key's name, once checked
 }
 
 func credentialOf(ctx context.Context) *credential {
@@ -66,9 +72,10 @@ func tokenKey(r *http.Request) (string, bool) {
 	return hex.EncodeToString(c.digest[:16]), true
 }
 
-// Authenticate admits only requests with a valid bearer token; nothing else reaches next.
-// It runs behind readCredential.
-func Authenticate(v *Verifier, log *slog.Logger) func(http.Handler) http.Handler {
+// Authenticate admits only requests with a valid bearer credential, a user token or a
+// service key; nothing else reaches next. It runs behind readCredential. Which kind an
+// operation admits is decided per operation (admitCredential).
+func Authenticate(v *Verifier, keys *servicekeys.Keys, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			c := credentialOf(r.Context())
@@ -81,6 +88,16 @@ func Authenticate(v *Verifier, log *slog.Logger) func(http.Handler) http.Handler
 				return
 			case c == nil || c.token == "":
 				writeError(w, errNoToken)
+				return
+			}
+			if strings.HasPrefix(c.token, servicekeys.Prefix) {
+				name, err := checkServiceKey(r.Context(), keys, c.token)
+				if err != nil {
+					writeError(w, err)
+					return
+				}
+				c.service = name
+				next.ServeHTTP(w, r)
 				return
 			}
 			user, err := v.verify(r.Context(), c.token, c.digest)
@@ -114,4 +131,37 @@ func bearerToken(header string) (token string, sent bool) {
 		return "", true
 	}
 	return token, true
+}
+
+// checkServiceKey is the key's name, errBadToken for a key that is unknown or revoked, or
+// the database's failure.
+func checkServiceKey(ctx context.Context, keys *servicekeys.Keys, token string) (string, error) {
+	if keys == nil {
+		return "", errBadToken
+	}
+	name, err := keys.Check(ctx, token)
+	if errors.Is(err, servicekeys.ErrUnknown) {
+		return "", errBadToken
+	}
+	return name, err
+}
+
+// admitCredential lets an operation run only for the credential kind its security names:
+// user tokens on user operations, service keys on service operations; the other kind is
+// authenticated but not allowed, 403.
+func (a *API) admitCredential(ctx huma.Context, next func(huma.Context)) {
+	kind, refusal := schemeUser, errServiceOnly
+	if c := credentialOf(ctx.Context()); c != nil && c.service != "" {
+		kind, refusal = schemeService, errUserOnly
+	}
+	for _, requirement := range ctx.Operation().Security {
+		if _, ok := requirement[kind]; ok {
+			next(ctx)
+			return
+		}
+	}
+	p := problemFor(refusal)
+	ctx.SetHeader("Content-Type", "application/problem+json")
+	ctx.SetStatus(p.Status)
+	json.NewEncoder(ctx.BodyWriter()).Encode(p.Problem)
 }

@@ -17,6 +17,8 @@ var (
 	errBadToken    = errors.New("the bearer token is malformed, invalid or expired")
 	errSeveralAuth = errors.New("several Authorization headers")
 	errNoRoute     = errors.New("no such API endpoint")
+	errUserOnly    = errors.New("a service key on an operation for user tokens")
+	errServiceOnly = errors.New("a user token on an operation for service keys")
 )
 
 // problemFor is the API's one mapping of errors to answers. Apart from huma's own request
@@ -37,6 +39,10 @@ func problemFor(err error) *apiProblem {
 		return p(http.StatusUnauthorized, "unauthorized", "Unauthorized", "Send one Authorization header, not several.").challenge(true)
 	case errors.Is(err, errBadToken):
 		return p(http.StatusUnauthorized, "unauthorized", "Unauthorized", "The bearer token is invalid or expired.").challenge(true)
+	case errors.Is(err, errUserOnly):
+		return p(http.StatusForbidden, "forbidden", "Forbidden", "This operation needs a user's token; a service key acts through /api/v1/users/{user_id}/….")
+	case errors.Is(err, errServiceOnly):
+		return p(http.StatusForbidden, "forbidden", "Forbidden", "This operation needs a service key (tgk_…); a user's token cannot act for other users.")
 	case errors.Is(err, errNoRoute):
 		return p(http.StatusNotFound, "not-found", "Not Found", "There is no such API endpoint.")
 	case errors.Is(err, ErrNoKeySet):

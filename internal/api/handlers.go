@@ -2,37 +2,9 @@ package api
 
 import (
 	"context"
-	"net/http"
-
-	"github.com/danielgtaylor/huma/v2"
 
 	"tollgate/internal/billing"
 )
-
-func (a *API) register(api huma.API) {
-	huma.Register(api, huma.Operation{
-		OperationID: "get-me",
-		Method:      http.MethodGet,
-		Path:        "/api/v1/me",
-		Summary:     "The current user and their billing position",
-		Description: "The user is built from the verified token's claims; billing comes from the entitlement surface, " +
-			"the same whichever store sold the plan.",
-		Tags:   []string{"account"},
-		Errors: []int{http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusServiceUnavailable},
-	}, a.me)
-
-	huma.Register(api, huma.Operation{
-		OperationID: "record-usage",
-		Method:      http.MethodPost,
-		Path:        "/api/v1/usage/{name}",
-		Summary:     "Record usage of a metered entitlement",
-		Description: "Adds `amount` (default 1) to the caller's counter for this billing period, atomically, " +
-			"and refuses with 403 (type …/limit-exceeded) when that would pass the plan's limit or the plan has none. " +
-			"This is the pattern for metered endpoints.",
-		Tags:   []string{"usage"},
-		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
-	}, a.recordUsage)
-}
 
 type meOutput struct {
 	Body struct {
@@ -55,9 +27,11 @@ func (a *API) me(ctx context.Context, _ *struct{}) (*meOutput, error) {
 
 type usageInput struct {
 	Name string `path:"name" maxLength:"64" pattern:"^[A-Za-z0-9_.-]+$" doc:"The metered entitlement, e.g. projects."`
-	Body *struct {
-		Amount int64 `json:"amount,omitempty" minimum:"1" maximum:"1000000" default:"1" doc:"How much to add; 1 when omitted."`
-	}
+	Body *usageInputBody
+}
+
+type usageInputBody struct {
+	Amount int64 `json:"amount,omitempty" minimum:"1" maximum:"1000000" default:"1" doc:"How much to add; 1 when omitted."`
 }
 
 type usageOutput struct {
@@ -66,13 +40,49 @@ type usageOutput struct {
 
 func (a *API) recordUsage(ctx context.Context, in *usageInput) (*usageOutput, error) {
 	user, _ := CurrentUser(ctx)
+	return a.record(ctx, user.ID, in)
+}
+
+// record is POST …/usage/{name} for userID, the token holder's or a service key's choice.
+func (a *API) record(ctx context.Context, userID string, in *usageInput) (*usageOutput, error) {
 	amount := int64(1)
 	if in.Body != nil && in.Body.Amount != 0 {
 		amount = in.Body.Amount
 	}
-	u, err := a.opts.Billing.RecordUsage(ctx, user.ID, in.Name, amount)
+	u, err := a.opts.Billing.RecordUsage(ctx, userID, in.Name, amount)
 	if err != nil {
 		return nil, a.fail(ctx, err)
 	}
 	return &usageOutput{Body: u}, nil
+}
+
+// userPath names the user a service-key operation is about.
+type userPath struct {
+	UserID string `path:"user_id" format:"uuid" doc:"The identity user's id (the sub of their tokens)."`
+}
+
+type userEntitlementsOutput struct {
+	Body billing.BillingView
+}
+
+// userEntitlements is the billing object /api/v1/me gives, for any user: a user tollgate
+// has never seen gets the default plan, not subscribed.
+func (a *API) userEntitlements(ctx context.Context, in *userPath) (*userEntitlementsOutput, error) {
+	view, err := a.opts.Billing.View(ctx, in.UserID)
+	if err != nil {
+		return nil, a.fail(ctx, err)
+	}
+	return &userEntitlementsOutput{Body: view}, nil
+}
+
+// userUsageInput is usageInput for the user named in the path. (huma reads only the
+// fields of the input struct itself, not of an embedded one.)
+type userUsageInput struct {
+	UserID string `path:"user_id" format:"uuid" doc:"The identity user's id (the sub of their tokens)."`
+	Name   string `path:"name" maxLength:"64" pattern:"^[A-Za-z0-9_.-]+$" doc:"The metered entitlement, e.g. projects."`
+	Body   *usageInputBody
+}
+
+func (a *API) recordUserUsage(ctx context.Context, in *userUsageInput) (*usageOutput, error) {
+	return a.record(ctx, in.UserID, &usageInput{Name: in.Name, Body: in.Body})
 }

@@ -27,6 +27,7 @@ import (
 	"tollgate/internal/db/dbtest"
 	"tollgate/internal/logcapture"
 	"tollgate/internal/ratelimit"
+	"tollgate/internal/servicekeys"
 )
 
 const (
@@ -141,15 +142,16 @@ func (s *jwksServer) setDown(down bool) {
 }
 
 type harness struct {
-	t         testing.TB
-	jwks      *jwksServer
-	keys      *KeySet
-	verifier  *Verifier
-	billing   *billing.Service
-	handler   http.Handler
-	logs      *logcapture.Buffer
-	key       signingKey
-	throttles *ratelimit.Throttles
+	t           testing.TB
+	jwks        *jwksServer
+	keys        *KeySet
+	verifier    *Verifier
+	billing     *billing.Service
+	serviceKeys *servicekeys.Keys
+	handler     http.Handler
+	logs        *logcapture.Buffer
+	key         signingKey
+	throttles   *ratelimit.Throttles
 }
 
 type harnessConfig struct {
@@ -177,6 +179,7 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 		d = dbtest.SQLite(t)
 	}
 	h.billing = billing.New(d, log, billing.Options{MaxBody: 1 << 20})
+	h.serviceKeys = servicekeys.New(d)
 	plans, err := billing.ParsePlans([]byte(`
 plans:
   free:
@@ -198,7 +201,7 @@ plans:
 	}
 	t.Cleanup(func() { h.throttles.Close() })
 	mux := http.NewServeMux()
-	New(Options{Billing: h.billing, Verifier: h.verifier, Throttles: h.throttles, CORS: cfg.cors, SwaggerUI: true, Log: log,
+	New(Options{Billing: h.billing, Verifier: h.verifier, Keys: h.serviceKeys, Throttles: h.throttles, CORS: cfg.cors, SwaggerUI: true, Log: log,
 		PerIP: cfg.perIP, PerToken: cfg.perToken}).Routes(mux)
 	h.handler = mux
 	return h

@@ -12,12 +12,15 @@ import (
 
 	"tollgate/internal/billing"
 	"tollgate/internal/ratelimit"
+	"tollgate/internal/servicekeys"
 )
 
 // Options wires the API to its collaborators.
 type Options struct {
-	Billing   *billing.Service
-	Verifier  *Verifier
+	Billing  *billing.Service
+	Verifier *Verifier
+	// Keys checks service keys; nil admits none.
+	Keys      *servicekeys.Keys
 	Throttles *ratelimit.Throttles
 	// PerIP and PerToken default to SPEC 8's limits.
 	PerIP, PerToken ratelimit.Limit
@@ -60,9 +63,74 @@ func (a *API) Routes(mux *http.ServeMux) {
 	}
 }
 
+// Security schemes: user tokens (the identity service's JWTs) and service keys (tgk_…) of
+// trusted backends. Each operation names the one it admits.
+const (
+	schemeUser    = "bearer"
+	schemeService = "serviceKey"
+)
+
+var (
+	forUsers    = []map[string][]string{{schemeUser: {}}}
+	forServices = []map[string][]string{{schemeService: {}}}
+)
+
+// register is the /api/v1 URL table.
+func (a *API) register(api huma.API) {
+	api.UseMiddleware(a.admitCredential)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "get-me",
+		Method:      http.MethodGet,
+		Path:        "/api/v1/me",
+		Summary:     "The current user and their billing position",
+		Description: "The user is built from the verified token's claims; billing comes from the entitlement surface, " +
+			"the same whichever store sold the plan.",
+		Tags:     []string{"account"},
+		Security: forUsers,
+		Errors:   []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
+	}, a.me)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "record-usage",
+		Method:      http.MethodPost,
+		Path:        "/api/v1/usage/{name}",
+		Summary:     "Record usage of a metered entitlement",
+		Description: "Adds `amount` (default 1) to the caller's counter for this billing period, atomically, " +
+			"and refuses with 403 (type …/limit-exceeded) when that would pass the plan's limit or the plan has none. " +
+			"This is the pattern for metered endpoints.",
+		Tags:     []string{"usage"},
+		Security: forUsers,
+		Errors:   []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
+	}, a.recordUsage)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "get-user-entitlements",
+		Method:      http.MethodGet,
+		Path:        "/api/v1/users/{user_id}/entitlements",
+		Summary:     "A user's billing position, for trusted backends",
+		Description: "The same billing object /api/v1/me gives, for any user id; a user tollgate has never seen " +
+			"gets the default plan, not subscribed. Needs a service key (`tollgate keys create`).",
+		Tags:     []string{"service"},
+		Security: forServices,
+		Errors:   []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
+	}, a.userEntitlements)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "record-user-usage",
+		Method:      http.MethodPost,
+		Path:        "/api/v1/users/{user_id}/usage/{name}",
+		Summary:     "Record a user's usage, for trusted backends",
+		Description: "The same as POST /api/v1/usage/{name}, for the user named in the path. Needs a service key.",
+		Tags:        []string{"service"},
+		Security:    forServices,
+		Errors:      []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
+	}, a.recordUserUsage)
+}
+
 // guard puts the /api/* middleware in front of next.
 func (a *API) guard(next http.Handler) http.Handler {
-	h := Authenticate(a.opts.Verifier, a.opts.Log)(next)
+	h := Authenticate(a.opts.Verifier, a.opts.Keys, a.opts.Log)(next)
 	h = a.opts.Throttles.By(a.opts.PerToken, tokenKey, nil)(h)
 	h = readCredential(h)
 	h = a.opts.Throttles.ByIP(a.opts.PerIP)(h)
@@ -79,9 +147,12 @@ func Config() huma.Config {
 	cfg.OpenAPIPath, cfg.DocsPath, cfg.SchemasPath = "", "", ""
 	cfg.CreateHooks = nil
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
-		"bearer": {Type: "http", Scheme: "bearer", BearerFormat: "JWT"},
+		schemeUser: {Type: "http", Scheme: "bearer", BearerFormat: "JWT",
+			Description: "An access token of the identity service, for the user it names."},
+		schemeService: {Type: "http", Scheme: "bearer", BearerFormat: "tgk_…",
+			Description: "A service key made with `tollgate keys create`, for trusted backends acting on any user."},
 	}
-	cfg.Security = []map[string][]string{{"bearer": {}}}
+	cfg.Security = forUsers
 	cfg.Servers = []*huma.Server{{URL: "/"}}
 	return cfg
 }

@@ -125,9 +125,11 @@ func TestAttacksNeverReachAHandler(t *testing.T) {
 		{"bare Bearer", "Bearer"},
 		{"two tokens", "Bearer " + good + " " + good},
 		{"no header", ""},
+		{"unknown service key", "Bearer tgk_" + strings.Repeat("A", 43)},
+		{"service key prefix alone", "Bearer tgk_"},
 	}
 	var reached atomic.Int64
-	guarded := readCredential(Authenticate(h.verifier, slog.New(slog.NewTextHandler(h.logs, nil)))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+	guarded := readCredential(Authenticate(h.verifier, h.serviceKeys, slog.New(slog.NewTextHandler(h.logs, nil)))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		reached.Add(1)
 	})))
 	for _, a := range attacks {

@@ -63,7 +63,8 @@ func runCmd(ctx context.Context, envVars map[string]string, args ...string) (int
 }
 
 func TestCommandsHelpAndErrors(t *testing.T) {
-	for _, cmd := range [][]string{{"serve"}, {"migrate"}, {"plans", "sync"}, {"events", "replay"}, {"webhook", "send"}, {"healthcheck"}} {
+	for _, cmd := range [][]string{{"serve"}, {"migrate"}, {"plans", "sync"}, {"events", "replay"}, {"webhook", "send"}, {"healthcheck"},
+		{"keys", "create"}, {"keys", "list"}, {"keys", "revoke"}, {"entitlements", "check"}} {
 		code, out, _ := runCmd(context.Background(), nil, append(cmd, "--help")...)
 		if code != 0 || !strings.Contains(out, "Usage: tollgate "+strings.Join(cmd, " ")) {
 			t.Errorf("%v --help: exit %d, output %q", cmd, code, out)

@@ -146,3 +146,30 @@ func editFixture(t *testing.T, path string, fn func(m map[string]any)) []byte {
 	}
 	return out
 }
+
+// TestKeysCommands: create prints a key once, list shows it without the key, revoke ends it.
+func TestKeysCommands(t *testing.T) {
+	env := testEnv(t, nil)
+	ctx := context.Background()
+	code, key, errOut := runCmd(ctx, env, "keys", "create", "--name", "billing-backend")
+	key = strings.TrimSpace(key)
+	if code != 0 || !regexp.MustCompile(`^tgk_[A-Za-z0-9_-]{43}$`).MatchString(key) {
+		t.Fatalf("keys create: %d %q %s", code, key, errOut)
+	}
+	if code, _, errOut := runCmd(ctx, env, "keys", "create", "--name", "billing-backend"); code == 0 || !strings.Contains(errOut, "exists") {
+		t.Fatalf("a second key of one name: %d %s", code, errOut)
+	}
+	code, list, _ := runCmd(ctx, env, "keys", "list")
+	if code != 0 || !strings.Contains(list, "billing-backend") || !strings.Contains(list, key[:10]+"…") || strings.Contains(list, key) || !strings.Contains(list, "never") {
+		t.Fatalf("keys list: %d %q", code, list)
+	}
+	if code, out, _ := runCmd(ctx, env, "keys", "revoke", "billing-backend"); code != 0 || !strings.Contains(out, "revoked billing-backend") {
+		t.Fatalf("keys revoke: %d %q", code, out)
+	}
+	if code, _, errOut := runCmd(ctx, env, "keys", "revoke", "billing-backend"); code == 0 || !strings.Contains(errOut, "no key is named") {
+		t.Fatalf("revoking twice: %d %q", code, errOut)
+	}
+	if code, list, _ := runCmd(ctx, env, "keys", "list"); code != 0 || strings.Contains(list, "billing-backend") {
+		t.Fatalf("keys list after revoke: %q", list)
+	}
+}

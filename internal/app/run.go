@@ -28,6 +28,9 @@ Usage:
   tollgate plans sync            reconcile the plans file (PLANS_FILE) into the database
   tollgate events replay [...]   re-run stored webhook events through the processors
   tollgate webhook send [...]    sign a JSON event and POST it to a running server
+  tollgate keys create --name N   make a service key for a trusted backend (shown once)
+  tollgate keys list             list service keys: name, prefix, created, last used
+  tollgate keys revoke NAME      revoke a service key at once
   tollgate entitlements check USER_ID NAME
                                  print whether a user is entitled to NAME (exit 0 yes, 1 no)
   tollgate healthcheck [--url]   exit 0 if a running server answers /healthz (for containers)
@@ -61,7 +64,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return errors.New("no command given")
 	}
 	cmd, rest := args[0], args[1:]
-	if len(rest) > 0 && (cmd == "plans" || cmd == "events" || cmd == "webhook" || cmd == "entitlements") {
+	if len(rest) > 0 && (cmd == "plans" || cmd == "events" || cmd == "webhook" || cmd == "entitlements" || cmd == "keys") {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	switch cmd {
@@ -78,6 +81,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdEventsReplay)
 	case "webhook send":
 		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdWebhookSend)
+	case "keys create":
+		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdKeysCreate)
+	case "keys list":
+		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdKeysList)
+	case "keys revoke":
+		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdKeysRevoke)
 	case "entitlements check":
 		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdEntitlementsCheck)
 	case "healthcheck":

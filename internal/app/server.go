@@ -17,6 +17,7 @@ import (
 	"tollgate/internal/db"
 	"tollgate/internal/identity"
 	"tollgate/internal/ratelimit"
+	"tollgate/internal/servicekeys"
 	"tollgate/internal/web"
 )
 
@@ -57,6 +58,7 @@ func NewServer(e env, d *db.DB) (*Server, error) {
 	}
 	s.api = api.New(api.Options{
 		Billing:   s.billing,
+		Keys:      servicekeys.New(d),
 		Verifier:  api.NewVerifier(s.keys, api.VerifierOptions{Issuer: e.cfg.AuthJWTIssuer, Audience: e.cfg.AuthJWTAudience, HS256Secret: e.cfg.AuthJWTSecret}),
 		Throttles: throttles,
 		// In development any localhost origin may call the API until CORS_ORIGINS says

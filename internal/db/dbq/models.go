@@ -76,6 +76,15 @@ type ProviderSubscription struct {
 	UpdatedAt              time.Time
 }
 
+type ServiceKey struct {
+	ID         int64
+	Name       string
+	Prefix     string
+	KeyHash    string
+	CreatedAt  time.Time
+	LastUsedAt sql.NullTime
+}
+
 type Subscription struct {
 	ID                     int64
 	ProviderSubscriptionID int64

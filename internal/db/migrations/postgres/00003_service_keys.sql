@@ -1,0 +1,14 @@
+-- +goose Up
+-- Keys for trusted backends (tgk_…). Only the SHA-256 of a key is stored; prefix is its
+-- first characters, shown by "keys list" so a key can be recognised.
+create table service_keys (
+    id           bigint generated always as identity primary key,
+    name         text not null unique,
+    prefix       text not null,
+    key_hash     text not null unique,
+    created_at   timestamptz not null,
+    last_used_at timestamptz
+);
+
+-- +goose Down
+drop table service_keys;
