@@ -109,8 +109,36 @@ func TestOneBillingAnswerEverywhere(t *testing.T) {
 				}
 			}
 
+			// users show --json: the same billing object, the subscription and its event.
+			code, out, errOut := runCmd(context.Background(), env, "users", "show", u.id, "--json")
+			var report struct {
+				Customers     []struct{ ID int64 }
+				Subscriptions []struct{ Provider, Status, Plan string }
+				Billing       struct {
+					Subscribed   bool
+					Status       string
+					Plan         struct{ Key string }
+					Entitlements map[string]any
+				}
+				RecentEvents []struct{ Provider, Type string } `json:"recent_events"`
+			}
+			if err := json.Unmarshal([]byte(out), &report); code != 0 || err != nil {
+				t.Fatalf("users show --json: %d %v %s", code, err, errOut)
+			}
+			rb := report.Billing
+			if rb.Plan.Key != b.Plan.Key || rb.Status != b.Status || rb.Subscribed != b.Subscribed || fmt.Sprint(rb.Entitlements) != fmt.Sprint(b.Entitlements) {
+				t.Fatalf("users show billing %+v, /me %+v", rb, b)
+			}
+			if len(report.Customers) != 1 || len(report.Subscriptions) != 1 || report.Subscriptions[0].Provider != u.provider ||
+				report.Subscriptions[0].Status != "active" || len(report.RecentEvents) != 1 || report.RecentEvents[0].Provider != u.provider {
+				t.Fatalf("users show: %s", out)
+			}
+			if code, text, _ := runCmd(context.Background(), env, "users", "show", u.id); code != 0 || !strings.Contains(text, "billing: plan pro, subscribed true, status active") {
+				t.Fatalf("users show: %d %s", code, text)
+			}
+
 			// The command line.
-			code, out, _ := runCmd(context.Background(), env, "entitlements", "check", u.id, "exports")
+			code, out, _ = runCmd(context.Background(), env, "entitlements", "check", u.id, "exports")
 			if code != 0 || !strings.Contains(out, "entitled to exports (plan pro, active)") {
 				t.Fatalf("entitlements check exports: %d %q", code, out)
 			}
@@ -119,6 +147,10 @@ func TestOneBillingAnswerEverywhere(t *testing.T) {
 				t.Fatalf("entitlements check teleport: %d %q", code, out)
 			}
 		})
+	}
+	if code, out, _ := runCmd(context.Background(), env, "users", "show", "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f"); code != 0 ||
+		!strings.Contains(out, "billing: plan free, subscribed false") || !strings.Contains(out, "customers:\n  none") {
+		t.Fatalf("users show of a user never seen: %d %s", code, out)
 	}
 	if code, _, errOut := runCmd(context.Background(), env, "entitlements", "check", "not-a-uuid", "exports"); code != 1 || !strings.Contains(errOut, "USER_ID") {
 		t.Fatalf("a bad user id: %d %q", code, errOut)

@@ -31,6 +31,8 @@ Usage:
   tollgate keys create --name N   make a service key for a trusted backend (shown once)
   tollgate keys list             list service keys: name, prefix, created, last used
   tollgate keys revoke NAME      revoke a service key at once
+  tollgate users show USER_ID [--json]
+                                 what tollgate knows of a user's billing
   tollgate entitlements check USER_ID NAME
                                  print whether a user is entitled to NAME (exit 0 yes, 1 no)
   tollgate healthcheck [--url]   exit 0 if a running server answers /healthz (for containers)
@@ -64,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return errors.New("no command given")
 	}
 	cmd, rest := args[0], args[1:]
-	if len(rest) > 0 && (cmd == "plans" || cmd == "events" || cmd == "webhook" || cmd == "entitlements" || cmd == "keys") {
+	if len(rest) > 0 && (cmd == "plans" || cmd == "events" || cmd == "webhook" || cmd == "entitlements" || cmd == "keys" || cmd == "users") {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	switch cmd {
@@ -87,6 +89,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdKeysList)
 	case "keys revoke":
 		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdKeysRevoke)
+	case "users show":
+		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdUsersShow)
 	case "entitlements check":
 		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdEntitlementsCheck)
 	case "healthcheck":
@@ -107,11 +111,12 @@ type env struct {
 }
 
 type command struct {
-	flags *flag.FlagSet
-	// args names the positional arguments the command requires, e.g. "USER_ID NAME".
-	args string
-	help string
-	run  func(ctx context.Context, e env) error
+	// args names the positional arguments the command requires, e.g. "USER_ID NAME";
+	// values are those given.
+	args   string
+	values []string
+	help   string
+	run    func(ctx context.Context, e env) error
 }
 
 // parseFlags builds a command and parses its flags; --help prints its usage (errUsage).
@@ -119,21 +124,27 @@ func parseFlags(name string, args []string, stdout, stderr io.Writer, build func
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := build(fs)
-	c.flags = fs
 	fs.Usage = func() {
 		fmt.Fprintf(stdout, "Usage: tollgate %s\n\n%s\n", strings.TrimSpace(name+" "+c.args), c.help)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return c, errUsage
+	// Flags may come before, between or after the positional arguments ("users show ID --json").
+	for rest := args; ; rest = fs.Args()[1:] {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return c, errUsage
+			}
+			return c, err
 		}
-		return c, err
+		if fs.NArg() == 0 {
+			break
+		}
+		c.values = append(c.values, fs.Arg(0))
 	}
-	if want := len(strings.Fields(c.args)); fs.NArg() != want {
+	if want := len(strings.Fields(c.args)); len(c.values) != want {
 		if want == 0 {
-			return c, fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
+			return c, fmt.Errorf("%s: unexpected argument %q", name, c.values[0])
 		}
 		return c, fmt.Errorf("%s: want %s", name, c.args)
 	}
@@ -156,7 +167,7 @@ func withEnv(ctx context.Context, name string, args []string, getenv func(string
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	return c.run(ctx, env{cfg: cfg, args: c.flags.Args(), log: newLogger(cfg, stderr), stdout: stdout, stderr: stderr})
+	return c.run(ctx, env{cfg: cfg, args: c.values, log: newLogger(cfg, stderr), stdout: stdout, stderr: stderr})
 }
 
 // withDevEnvFile layers DevEnvFile under the real environment when APP_ENV is unset or
