@@ -1,4 +1,4 @@
-module tollgate
+module github.com/tollgate/tollgate
 
 go 1.26.8
 

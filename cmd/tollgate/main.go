@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"tollgate/internal/app"
+	"github.com/tollgate/tollgate/internal/app"
 )
 
 func main() {

@@ -18,9 +18,9 @@ import (
 
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
-	"tollgate/internal/ratelimit"
-	"tollgate/internal/tcpproxy"
-	"tollgate/swagger"
+	"github.com/tollgate/tollgate/internal/ratelimit"
+	"github.com/tollgate/tollgate/internal/tcpproxy"
+	"github.com/tollgate/tollgate/swagger"
 )
 
 func TestMeAndUsage(t *testing.T) {

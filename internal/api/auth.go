@@ -12,7 +12,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"tollgate/internal/servicekeys"
+	"github.com/tollgate/tollgate/internal/servicekeys"
 )
 
 type credentialKey struct{}

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"tollgate/internal/db/dbtest"
-	"tollgate/internal/ratelimit"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/ratelimit"
 )
 
 // Pairs measured in the same run; docs/performance.md reports the ratios. Throttle limits

@@ -6,7 +6,7 @@ import (
 	"github.com/swaggest/swgui"
 	"github.com/swaggest/swgui/v5emb"
 
-	"tollgate/swagger"
+	"github.com/tollgate/tollgate/swagger"
 )
 
 // docsHandler serves Swagger UI from assets embedded in the binary (no CDN) over the

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"tollgate/internal/billing"
-	"tollgate/internal/problem"
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/problem"
 )
 
 // Refusals of the /api/* middleware and handlers. Each maps to one answer in problemFor.

@@ -3,7 +3,7 @@ package api
 import (
 	"context"
 
-	"tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing"
 )
 
 type meOutput struct {

@@ -22,12 +22,12 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"tollgate/internal/billing"
-	"tollgate/internal/db"
-	"tollgate/internal/db/dbtest"
-	"tollgate/internal/logcapture"
-	"tollgate/internal/ratelimit"
-	"tollgate/internal/servicekeys"
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/logcapture"
+	"github.com/tollgate/tollgate/internal/ratelimit"
+	"github.com/tollgate/tollgate/internal/servicekeys"
 )
 
 const (

@@ -10,9 +10,9 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
-	"tollgate/internal/billing"
-	"tollgate/internal/ratelimit"
-	"tollgate/internal/servicekeys"
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/ratelimit"
+	"github.com/tollgate/tollgate/internal/servicekeys"
 )
 
 // Options wires the API to its collaborators.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"tollgate/internal/db"
-	"tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
 // TestServiceKeys is the service-key matrix through the real handler tree: a valid key

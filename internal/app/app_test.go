@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"tollgate/internal/config"
-	"tollgate/internal/db/dbtest"
-	"tollgate/internal/logcapture"
+	"github.com/tollgate/tollgate/internal/config"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/logcapture"
 )
 
 const (

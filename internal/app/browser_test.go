@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"tollgate/internal/identity/identitytest"
+	"github.com/tollgate/tollgate/internal/identity/identitytest"
 )
 
 // screenshotDir collects a picture of each form for people to look at (git ignores it).

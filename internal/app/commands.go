@@ -18,10 +18,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"tollgate/internal/billing"
-	"tollgate/internal/config"
-	"tollgate/internal/db"
-	"tollgate/internal/servicekeys"
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/config"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/servicekeys"
 )
 
 func cmdServe(*flag.FlagSet) command {

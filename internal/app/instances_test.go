@@ -17,9 +17,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"tollgate/internal/billing"
-	"tollgate/internal/db/dbtest"
-	"tollgate/internal/logcapture"
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/logcapture"
 )
 
 // builtBinary is ./cmd/tollgate, built once for the tests that need real processes.

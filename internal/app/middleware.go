@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"tollgate/internal/problem"
+	"github.com/tollgate/tollgate/internal/problem"
 )
 
 type requestIDKey struct{}

@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"tollgate/internal/billing"
-	"tollgate/internal/db/dbtest"
-	"tollgate/internal/identity"
-	"tollgate/internal/identity/identitytest"
-	"tollgate/internal/tcpproxy"
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/identity"
+	"github.com/tollgate/tollgate/internal/identity/identitytest"
+	"github.com/tollgate/tollgate/internal/tcpproxy"
 )
 
 // proxiedPostgres is a fresh Postgres schema reached through a proxy that tests can cut or

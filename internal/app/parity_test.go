@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"tollgate/internal/identity"
-	"tollgate/internal/identity/identitytest"
+	"github.com/tollgate/tollgate/internal/identity"
+	"github.com/tollgate/tollgate/internal/identity/identitytest"
 )
 
 // TestOneBillingAnswerEverywhere: for a user subscribed through the web provider and one

@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"tollgate/internal/config"
-	"tollgate/internal/problem"
+	"github.com/tollgate/tollgate/internal/config"
+	"github.com/tollgate/tollgate/internal/problem"
 )
 
 // Handler is the whole URL surface. Each domain mounts its own routes; the operational

@@ -13,7 +13,7 @@ import (
 	"os"
 	"strings"
 
-	"tollgate/internal/config"
+	"github.com/tollgate/tollgate/internal/config"
 )
 
 // DevEnvFile holds development-only settings so that a fresh clone runs with nothing

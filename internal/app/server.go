@@ -11,14 +11,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"tollgate/internal/api"
-	"tollgate/internal/billing"
-	"tollgate/internal/config"
-	"tollgate/internal/db"
-	"tollgate/internal/identity"
-	"tollgate/internal/ratelimit"
-	"tollgate/internal/servicekeys"
-	"tollgate/internal/web"
+	"github.com/tollgate/tollgate/internal/api"
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/config"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/identity"
+	"github.com/tollgate/tollgate/internal/ratelimit"
+	"github.com/tollgate/tollgate/internal/servicekeys"
+	"github.com/tollgate/tollgate/internal/web"
 )
 
 // Server is tollgate's HTTP surface with everything it depends on.

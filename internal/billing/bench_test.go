@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
 // BenchmarkWebhookIngest compares webhook ingestion through the real HTTP handler (a loopback

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
 // Plan names a plan.

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"tollgate/internal/db"
-	"tollgate/internal/logcapture"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/logcapture"
 )
 
 const (

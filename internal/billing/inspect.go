@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"time"
 
-	"tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
 // UserReport is what tollgate knows of one user's billing, for an operator: the customer

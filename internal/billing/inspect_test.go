@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"tollgate/internal/db"
-	"tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
 // TestInspectShowsSubscriptionsAndEventsNamingTheUser: the report lists the user's customer,

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"tollgate/internal/db"
-	"tollgate/internal/db/dbtest"
-	"tollgate/internal/tcpproxy"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/tcpproxy"
 )
 
 func TestDatabaseOutageAnswers503ThenRecovers(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
 // PlanConfig is one plan of the plans file (DESIGN §4.7).

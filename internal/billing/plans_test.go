@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"tollgate/internal/db"
-	"tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
 func TestParsePlansRejectsBadFiles(t *testing.T) {

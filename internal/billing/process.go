@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"time"
 
-	"tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
 // Canonical subscription statuses (SPEC 3).

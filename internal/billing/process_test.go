@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"tollgate/internal/db"
-	"tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
 const fixtureCreated = int64(1790856000) // created second of the web fixtures

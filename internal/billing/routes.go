@@ -3,7 +3,7 @@ package billing
 import (
 	"net/http"
 
-	"tollgate/internal/problem"
+	"github.com/tollgate/tollgate/internal/problem"
 )
 
 // Routes mounts the billing endpoints under /{mount}. The web webhook exists only in

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"tollgate/internal/db"
-	"tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
 // In sync_engine mode (DESIGN §4.9) the web provider's own sync engine mirrors its objects

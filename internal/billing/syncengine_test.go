@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"tollgate/internal/db"
-	"tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
 // loadMirror creates the sync engine's mirror tables (testdata/sync_engine_schema.sql, as

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"tollgate/internal/problem"
+	"github.com/tollgate/tollgate/internal/problem"
 )
 
 // webhookError is a refused delivery: the status the provider sees, a safe public detail,

@@ -16,8 +16,8 @@ import (
 
 	"github.com/stripe/stripe-go/v84/webhook"
 
-	"tollgate/internal/db"
-	"tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
 // independentSignature computes the web provider's v1 the way its documentation describes,

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"tollgate/internal/db"
-	"tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
 // modernc.org/sqlite is generated against one exact modernc.org/libc; a mismatched pair

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"tollgate/internal/identity"
-	"tollgate/internal/identity/identitytest"
+	"github.com/tollgate/tollgate/internal/identity"
+	"github.com/tollgate/tollgate/internal/identity/identitytest"
 )
 
 // TestErrorFormats: both of GoTrue's error bodies, and the header fallback, give the same

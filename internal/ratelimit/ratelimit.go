@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"tollgate/internal/problem"
+	"github.com/tollgate/tollgate/internal/problem"
 )
 
 // Limit is one throttle: at most Requests per Window for each key.

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"tollgate/internal/db"
-	"tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
 // Prefix starts every key, so that a key is recognisable in a secret scanner or a config.

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"tollgate/internal/identity"
+	"github.com/tollgate/tollgate/internal/identity"
 )
 
 // Refusals the forms make themselves, before any call.

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"tollgate/internal/identity"
+	"github.com/tollgate/tollgate/internal/identity"
 )
 
 // PKCE flows: OAuth sign-in and every e-mailed link (sign-up confirmation, password reset,

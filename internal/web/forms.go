@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"tollgate/internal/identity"
+	"github.com/tollgate/tollgate/internal/identity"
 )
 
 // MaxPasswordBytes matches the identity service's hashing limit (bcrypt reads 72 bytes).

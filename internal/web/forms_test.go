@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"tollgate/internal/db"
-	"tollgate/internal/db/dbtest"
-	"tollgate/internal/identity/identitytest"
-	"tollgate/internal/ratelimit"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/identity/identitytest"
+	"github.com/tollgate/tollgate/internal/ratelimit"
 )
 
 // TestFormFieldsMatchTheSpec checks every field of SPEC 2.2 in the rendered HTML.

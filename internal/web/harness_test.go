@@ -12,12 +12,12 @@ import (
 
 	"golang.org/x/net/html"
 
-	"tollgate/internal/db"
-	"tollgate/internal/db/dbtest"
-	"tollgate/internal/identity"
-	"tollgate/internal/identity/identitytest"
-	"tollgate/internal/logcapture"
-	"tollgate/internal/ratelimit"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/identity"
+	"github.com/tollgate/tollgate/internal/identity/identitytest"
+	"github.com/tollgate/tollgate/internal/logcapture"
+	"github.com/tollgate/tollgate/internal/ratelimit"
 )
 
 type harness struct {

@@ -11,9 +11,9 @@ import (
 
 	"github.com/alexedwards/scs/v2"
 
-	"tollgate/internal/db"
-	"tollgate/internal/db/dbq"
-	"tollgate/internal/identity"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/identity"
 )
 
 // Session keys. Values are plain strings and numbers so scs's gob encoding needs no

@@ -19,10 +19,10 @@ import (
 
 	"github.com/alexedwards/scs/v2"
 
-	"tollgate/internal/billing"
-	"tollgate/internal/db"
-	"tollgate/internal/identity"
-	"tollgate/internal/ratelimit"
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/identity"
+	"github.com/tollgate/tollgate/internal/ratelimit"
 )
 
 //go:embed templates/*.html

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db"
 )
 
 // Engines runs fn once per available engine, as subtests named after the engine.
