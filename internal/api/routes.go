@@ -31,10 +31,12 @@ type Options struct {
 
 // API serves /api/* and /api-docs.
 type API struct {
-	opts Options
+	opts  Options
+	inner *http.ServeMux
+	huma  huma.API
 }
 
-// New builds the API.
+// New builds the API with tollgate's own operations registered.
 func New(opts Options) *API {
 	if opts.PerIP.Requests == 0 {
 		opts.PerIP = ratelimit.PerIP
@@ -42,22 +44,28 @@ func New(opts Options) *API {
 	if opts.PerToken.Requests == 0 {
 		opts.PerToken = ratelimit.PerToken
 	}
-	return &API{opts: opts}
+	a := &API{opts: opts, inner: http.NewServeMux()}
+	a.huma = humago.New(a.inner, Config())
+	a.register(a.huma)
+	return a
 }
+
+// Huma is the /api/v1 API: operations registered on it before Routes are served behind the
+// same guard, admitted by their security like tollgate's own, and described in the OpenAPI
+// document /api-docs serves.
+func (a *API) Huma() huma.API { return a.huma }
 
 // Routes mounts the API. The order on /api/* is DESIGN §3's: CORS, throttle per IP,
 // throttle per token, JWT verification, handler. Throttles run before verification, so a
 // flood never reaches the key set. (Request id and panic recovery wrap the whole server.)
 func (a *API) Routes(mux *http.ServeMux) {
-	inner := http.NewServeMux()
-	a.register(humago.New(inner, Config()))
-	inner.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+	a.inner.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNoRoute)
 	})
-	mux.Handle("/api/", a.guard(inner))
+	mux.Handle("/api/", a.guard(a.inner))
 
 	if a.opts.SwaggerUI {
-		docs := docsHandler()
+		docs := docsHandler(a.huma.OpenAPI())
 		mux.Handle("GET /api-docs", docs)
 		mux.Handle("GET /api-docs/", docs)
 	}
