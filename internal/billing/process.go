@@ -50,16 +50,23 @@ var mobileRank = map[string]int{
 	"subscription_refunded":     3,
 }
 
+// txn is the queries of one event's transaction, and the users whose billing answer it
+// changed: they are told (OnBillingChange) once it commits.
+type txn struct {
+	*dbq.Queries
+	changed []string
+}
+
 // processEvent runs the provider's processor over a stored event and marks it processed.
 // The processor's writes sit behind a savepoint: an event that resolves to no user or plan,
 // or that can never be processed, leaves every canonical row exactly as it was, and its
 // reason is stored on the event so that `events replay --unprocessed` finds it again. Any
 // other error is returned so the transaction rolls back and the provider retries.
-func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider, eventID string, body []byte) (string, error) {
+func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider, eventID string, body []byte) (string, []string, error) {
 	if _, err := tx.ExecContext(ctx, "savepoint process_event"); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	q := dbq.New(tx)
+	q := &txn{Queries: dbq.New(tx)}
 	var outcome string
 	var err error
 	switch provider {
@@ -81,17 +88,18 @@ func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider,
 		processingError = sql.NullString{String: perm.msg, Valid: true}
 		s.log.WarnContext(ctx, "webhook event cannot be processed", "provider", provider, "event_id", eventID, "error", perm.msg)
 	case err != nil:
-		return "", err
+		return "", nil, err
 	}
 	if processingError.Valid {
 		if _, err := tx.ExecContext(ctx, "rollback to savepoint process_event"); err != nil {
-			return "", err
+			return "", nil, err
 		}
+		q.changed = nil
 	}
 	if err := q.MarkEventProcessed(ctx, dbq.MarkEventProcessedParams{ID: rowID, ProcessedAt: sql.NullTime{Time: s.now(), Valid: true}, ProcessingError: processingError}); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return outcome, nil
+	return outcome, q.changed, nil
 }
 
 // webSnapshot is what provider_subscriptions.state holds for a web subscription: the
@@ -101,7 +109,7 @@ type webSnapshot struct {
 	PreviousAttributes map[string]json.RawMessage `json:"previous_attributes,omitempty"`
 }
 
-func (s *Service) processWeb(ctx context.Context, q *dbq.Queries, eventID string, body []byte) (string, error) {
+func (s *Service) processWeb(ctx context.Context, q *txn, eventID string, body []byte) (string, error) {
 	var ev webEvent
 	if err := json.Unmarshal(body, &ev); err != nil {
 		return "", permanent("web event: %v", jsonProblem(err))
@@ -116,7 +124,7 @@ func (s *Service) processWeb(ctx context.Context, q *dbq.Queries, eventID string
 	return outcomeIgnored, nil
 }
 
-func (s *Service) applyWebSubscription(ctx context.Context, q *dbq.Queries, ev webEvent) (string, error) {
+func (s *Service) applyWebSubscription(ctx context.Context, q *txn, ev webEvent) (string, error) {
 	sub, err := decodeWebSubscription(ev.Data.Object)
 	if err != nil {
 		return "", err
@@ -212,7 +220,7 @@ func attributesAgree(previous map[string]json.RawMessage, object json.RawMessage
 	return true
 }
 
-func (s *Service) applyWebInvoice(ctx context.Context, q *dbq.Queries, ev webEvent) (string, error) {
+func (s *Service) applyWebInvoice(ctx context.Context, q *txn, ev webEvent) (string, error) {
 	inv, err := decodeWebInvoice(ev.Data.Object)
 	if err != nil {
 		return "", err
@@ -261,7 +269,7 @@ func (s *Service) applyWebInvoice(ctx context.Context, q *dbq.Queries, ev webEve
 }
 
 // materialiseWeb writes the canonical subscription for the stored web snapshot.
-func (s *Service) materialiseWeb(ctx context.Context, q *dbq.Queries, ps providerSubscription, outcome string) (string, error) {
+func (s *Service) materialiseWeb(ctx context.Context, q *txn, ps providerSubscription, outcome string) (string, error) {
 	var snap webSnapshot
 	if err := json.Unmarshal([]byte(ps.State), &snap); err != nil {
 		return "", err
@@ -274,7 +282,7 @@ func (s *Service) materialiseWeb(ctx context.Context, q *dbq.Queries, ps provide
 	if err != nil {
 		return "", err
 	}
-	customerID, err := s.resolveWebCustomer(ctx, q, string(sub.Customer), sub.userID())
+	customer, err := s.resolveWebCustomer(ctx, q, string(sub.Customer), sub.userID())
 	if err != nil {
 		return "", err
 	}
@@ -282,10 +290,19 @@ func (s *Service) materialiseWeb(ctx context.Context, q *dbq.Queries, ps provide
 	if err != nil {
 		return "", err
 	}
-	return outcome, q.UpsertSubscription(ctx, dbq.UpsertSubscriptionParams{
-		ProviderSubscriptionID: ps.ID, BillingCustomerID: customerID, PlanID: plan, Provider: ProviderWeb,
+	return outcome, q.upsertSubscription(ctx, customer.userID, dbq.UpsertSubscriptionParams{
+		ProviderSubscriptionID: ps.ID, BillingCustomerID: customer.id, PlanID: plan, Provider: ProviderWeb,
 		Status: status, CurrentPeriodEnd: nullTime(periodEnd), Now: s.now(),
 	})
+}
+
+// upsertSubscription writes a canonical row and remembers its user when it changed.
+func (q *txn) upsertSubscription(ctx context.Context, userID string, arg dbq.UpsertSubscriptionParams) error {
+	n, err := q.UpsertSubscription(ctx, arg)
+	if err == nil && n > 0 {
+		q.changed = append(q.changed, userID)
+	}
+	return err
 }
 
 // webCanonical maps a web subscription snapshot, and the payments seen for it, to the
@@ -331,36 +348,42 @@ func webCanonical(sub webSubscription, snapshotAt time.Time, paidThrough, paidAt
 	return status, horizon, nil
 }
 
+// billingCustomer is a billing_customers row: its id and its identity user.
+type billingCustomer struct {
+	id     int64
+	userID string
+}
+
 // resolveWebCustomer finds the billing customer of a web customer id: its link, else the
 // identity user id the subscription carries in its metadata, which is then linked.
-func (s *Service) resolveWebCustomer(ctx context.Context, q *dbq.Queries, webCustomerID, userID string) (int64, error) {
+func (s *Service) resolveWebCustomer(ctx context.Context, q *txn, webCustomerID, userID string) (billingCustomer, error) {
 	if webCustomerID != "" {
 		c, err := q.GetCustomerByWebID(ctx, nullString(webCustomerID))
 		if err == nil {
-			return c.ID, nil
+			return billingCustomer{c.ID, c.UserID}, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return 0, err
+			return billingCustomer{}, err
 		}
 	}
 	if !isUUID(userID) {
-		return 0, unresolved("unresolved web customer", "customer_id", webCustomerID)
+		return billingCustomer{}, unresolved("unresolved web customer", "customer_id", webCustomerID)
 	}
 	c, err := q.UpsertCustomer(ctx, dbq.UpsertCustomerParams{UserID: userID, Now: s.now()})
 	if err != nil {
-		return 0, err
+		return billingCustomer{}, err
 	}
 	if webCustomerID != "" && !c.WebCustomerID.Valid {
 		if err := q.LinkWebCustomer(ctx, dbq.LinkWebCustomerParams{ID: c.ID, WebCustomerID: nullString(webCustomerID), Now: s.now()}); err != nil {
-			return 0, err
+			return billingCustomer{}, err
 		}
 	}
-	return c.ID, nil
+	return billingCustomer{c.ID, userID}, nil
 }
 
 // resolvePlan finds the highest-tier plan that sells any of the price (or product) ids.
-func (s *Service) resolvePlan(ctx context.Context, q *dbq.Queries, provider string, priceIDs []string) (int64, error) {
-	plan, ok, err := s.planFor(ctx, q, provider, priceIDs)
+func (s *Service) resolvePlan(ctx context.Context, q *txn, provider string, priceIDs []string) (int64, error) {
+	plan, ok, err := s.planFor(ctx, q.Queries, provider, priceIDs)
 	if err == nil && !ok {
 		return 0, unresolved("unmapped price or product", "price_ids", priceIDs)
 	}
@@ -376,7 +399,7 @@ type mobileState struct {
 	CustomerUserID string     `json:"customer_user_id"`
 }
 
-func (s *Service) processMobile(ctx context.Context, q *dbq.Queries, eventID string, body []byte) (string, error) {
+func (s *Service) processMobile(ctx context.Context, q *txn, eventID string, body []byte) (string, error) {
 	ev, at, err := decodeMobileEvent(body)
 	if err != nil {
 		return "", err
@@ -504,7 +527,7 @@ func mobileCanonical(eventType string, ev mobileEvent, at time.Time, current mob
 	return next, nil
 }
 
-func (s *Service) materialiseMobile(ctx context.Context, q *dbq.Queries, ps providerSubscription, state mobileState, outcome string) (string, error) {
+func (s *Service) materialiseMobile(ctx context.Context, q *txn, ps providerSubscription, state mobileState, outcome string) (string, error) {
 	if !isUUID(state.CustomerUserID) {
 		return "", unresolved("unresolved mobile customer", "customer_user_id", state.CustomerUserID, "profile_id", ps.ProviderCustomerID.String)
 	}
@@ -516,7 +539,7 @@ func (s *Service) materialiseMobile(ctx context.Context, q *dbq.Queries, ps prov
 	if err != nil {
 		return "", err
 	}
-	return outcome, q.UpsertSubscription(ctx, dbq.UpsertSubscriptionParams{
+	return outcome, q.upsertSubscription(ctx, state.CustomerUserID, dbq.UpsertSubscriptionParams{
 		ProviderSubscriptionID: ps.ID, BillingCustomerID: c.ID, PlanID: plan, Provider: ProviderMobile,
 		Status: state.Status, CurrentPeriodEnd: nullTime(state.PeriodEnd), Now: s.now(),
 	})
@@ -525,7 +548,7 @@ func (s *Service) materialiseMobile(ctx context.Context, q *dbq.Queries, ps prov
 // providerSubscription is a locked provider_subscriptions row being worked on.
 type providerSubscription = dbq.LockProviderSubscriptionRow
 
-func (s *Service) saveProviderSubscription(ctx context.Context, q *dbq.Queries, ps providerSubscription) error {
+func (s *Service) saveProviderSubscription(ctx context.Context, q *txn, ps providerSubscription) error {
 	return q.SaveProviderSubscription(ctx, dbq.SaveProviderSubscriptionParams{
 		ID: ps.ID, ProviderCustomerID: ps.ProviderCustomerID, State: ps.State,
 		LastEventID: ps.LastEventID, LastEventType: ps.LastEventType, LastEventAt: ps.LastEventAt,

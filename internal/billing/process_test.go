@@ -469,3 +469,41 @@ func TestPermanentErrorsAreStoredAndReplayable(t *testing.T) {
 		}
 	})
 }
+
+// TestBillingChangeHook: the hook runs after commit for each event that changed a user's
+// canonical billing, and not for a duplicate, a stale event or an unresolved one.
+func TestBillingChangeHook(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		var mu sync.Mutex
+		var calls []string
+		h.svc.OnBillingChange(func(ctx context.Context, userID string) {
+			var n int // the change is committed: another connection sees it
+			d.QueryRowContext(context.Background(), "select count(*) from subscriptions").Scan(&n)
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, fmt.Sprintf("%s:%d", userID, n))
+		})
+		called := func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]string(nil), calls...)
+		}
+		updated := fixture(t, "web/customer.subscription.updated.json")
+		h.mustSend(ProviderWeb, updated)
+		h.mustSend(ProviderWeb, updated)                                            // duplicate
+		h.mustSend(ProviderWeb, fixture(t, "web/customer.subscription.created.json")) // stale
+		h.mustSend(ProviderWeb, edit(t, updated, func(m map[string]any) {
+			m["id"], m["created"] = "evt_past_due", float64(fixtureCreated+60)
+			path(m, "data", "object")["status"] = "past_due"
+		}))
+		h.mustSend(ProviderWeb, edit(t, updated, func(m map[string]any) { // unresolved
+			m["id"], m["created"] = "evt_unmapped", float64(fixtureCreated+120)
+			path(path(m, "data", "object")["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_nobody_sells"
+		}))
+		want := []string{fixtureUser + ":1", fixtureUser + ":1"}
+		if got := called(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("hook calls %v, want %v", got, want)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +44,7 @@ type Service struct {
 	mountWeb      bool
 	mirrorSchema  string
 	outcomes      *prometheus.CounterVec
+	onChange      []func(ctx context.Context, userID string)
 }
 
 // New builds a Service. Registerer may be nil.
@@ -73,6 +75,7 @@ func New(d *db.DB, log *slog.Logger, opts Options) *Service {
 // event is either recorded and processed or, on any database failure, not there at all.
 func (s *Service) Ingest(ctx context.Context, provider, eventID, eventType string, body []byte) (string, error) {
 	var outcome string
+	var changed []string
 	err := s.request(ctx, func(ctx context.Context) error {
 		return s.db.InTx(ctx, func(tx *sql.Tx) error {
 			rowID, err := dbq.New(tx).UpsertProviderEvent(ctx, dbq.UpsertProviderEventParams{
@@ -81,11 +84,42 @@ func (s *Service) Ingest(ctx context.Context, provider, eventID, eventType strin
 			if err != nil {
 				return err
 			}
-			outcome, err = s.processEvent(ctx, tx, rowID, provider, eventID, body)
+			outcome, changed, err = s.processEvent(ctx, tx, rowID, provider, eventID, body)
 			return err
 		})
 	})
+	if err == nil {
+		s.billingChanged(ctx, changed)
+	}
 	return outcome, err
+}
+
+// OnBillingChange registers fn, called after a transaction that changed a user's canonical
+// billing (subscribed or not, plan, status, period end) commits, with that user's id: by
+// webhooks and replays, not by an event that changed nothing. It runs before the webhook
+// is answered, so it should be quick, or hand the work off. Register before serving.
+func (s *Service) OnBillingChange(fn func(ctx context.Context, userID string)) {
+	s.onChange = append(s.onChange, fn)
+}
+
+// billingChanged calls the hooks for each changed user once. A hook that panics is logged;
+// the change is committed regardless.
+func (s *Service) billingChanged(ctx context.Context, users []string) {
+	for i, userID := range users {
+		if slices.Contains(users[:i], userID) {
+			continue
+		}
+		for _, fn := range s.onChange {
+			func() {
+				defer func() {
+					if v := recover(); v != nil {
+						s.log.ErrorContext(ctx, "billing change hook panicked", "user_id", userID, "panic", v)
+					}
+				}()
+				fn(ctx, userID)
+			}()
+		}
+	}
 }
 
 // request runs one request's database work within DB_TIMEOUT and tells the database's
@@ -122,17 +156,19 @@ func (s *Service) Replay(ctx context.Context, f ReplayFilter, report func(provid
 	}
 	for i, r := range rows {
 		var outcome string
+		var changed []string
 		err := s.db.InTx(ctx, func(tx *sql.Tx) error {
 			ev, err := dbq.New(tx).GetProviderEvent(ctx, dbq.GetProviderEventParams{Provider: r.Provider, ProviderEventID: r.ProviderEventID})
 			if err != nil {
 				return err
 			}
-			outcome, err = s.processEvent(ctx, tx, ev.ID, ev.Provider, ev.ProviderEventID, ev.Payload)
+			outcome, changed, err = s.processEvent(ctx, tx, ev.ID, ev.Provider, ev.ProviderEventID, ev.Payload)
 			return err
 		})
 		if err != nil {
 			return i, fmt.Errorf("replay %s %s: %w", r.Provider, r.ProviderEventID, err)
 		}
+		s.billingChanged(ctx, changed)
 		report(r.Provider, r.ProviderEventID, outcome)
 	}
 	return len(rows), nil

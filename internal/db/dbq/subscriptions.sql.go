@@ -231,7 +231,7 @@ func (q *Queries) UpsertCustomer(ctx context.Context, arg UpsertCustomerParams) 
 	return i, err
 }
 
-const upsertSubscription = `-- name: UpsertSubscription :exec
+const upsertSubscription = `-- name: UpsertSubscription :execrows
 insert into subscriptions (provider_subscription_id, billing_customer_id, plan_id, provider, status, current_period_end, created_at, updated_at)
 values ($1, $2, $3, $4, $5, $6, $7, $7)
 on conflict (provider_subscription_id) do update
@@ -240,6 +240,10 @@ set billing_customer_id = excluded.billing_customer_id,
     status = excluded.status,
     current_period_end = excluded.current_period_end,
     updated_at = excluded.updated_at
+where subscriptions.billing_customer_id <> excluded.billing_customer_id
+   or subscriptions.plan_id <> excluded.plan_id
+   or subscriptions.status <> excluded.status
+   or subscriptions.current_period_end is distinct from excluded.current_period_end
 `
 
 type UpsertSubscriptionParams struct {
@@ -252,8 +256,10 @@ type UpsertSubscriptionParams struct {
 	Now                    time.Time
 }
 
-func (q *Queries) UpsertSubscription(ctx context.Context, arg UpsertSubscriptionParams) error {
-	_, err := q.db.ExecContext(ctx, upsertSubscription,
+// The row is written only when something in it changes, so one affected row means the
+// user's billing answer may have changed (and updated_at stays the time it last did).
+func (q *Queries) UpsertSubscription(ctx context.Context, arg UpsertSubscriptionParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, upsertSubscription,
 		arg.ProviderSubscriptionID,
 		arg.BillingCustomerID,
 		arg.PlanID,
@@ -262,5 +268,8 @@ func (q *Queries) UpsertSubscription(ctx context.Context, arg UpsertSubscription
 		arg.CurrentPeriodEnd,
 		arg.Now,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }

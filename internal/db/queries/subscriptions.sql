@@ -36,7 +36,9 @@ set provider_customer_id = sqlc.narg(provider_customer_id),
     updated_at = sqlc.arg(now)
 where id = sqlc.arg(id);
 
--- name: UpsertSubscription :exec
+-- name: UpsertSubscription :execrows
+-- The row is written only when something in it changes, so one affected row means the
+-- user's billing answer may have changed (and updated_at stays the time it last did).
 insert into subscriptions (provider_subscription_id, billing_customer_id, plan_id, provider, status, current_period_end, created_at, updated_at)
 values (sqlc.arg(provider_subscription_id), sqlc.arg(billing_customer_id), sqlc.arg(plan_id), sqlc.arg(provider), sqlc.arg(status), sqlc.narg(current_period_end), sqlc.arg(now), sqlc.arg(now))
 on conflict (provider_subscription_id) do update
@@ -44,7 +46,11 @@ set billing_customer_id = excluded.billing_customer_id,
     plan_id = excluded.plan_id,
     status = excluded.status,
     current_period_end = excluded.current_period_end,
-    updated_at = excluded.updated_at;
+    updated_at = excluded.updated_at
+where subscriptions.billing_customer_id <> excluded.billing_customer_id
+   or subscriptions.plan_id <> excluded.plan_id
+   or subscriptions.status <> excluded.status
+   or subscriptions.current_period_end is distinct from excluded.current_period_end;
 
 -- name: ListUserSubscriptions :many
 select s.provider, s.status, s.current_period_end, s.updated_at, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier
