@@ -491,7 +491,7 @@ func TestBillingChangeHook(t *testing.T) {
 		}
 		updated := fixture(t, "web/customer.subscription.updated.json")
 		h.mustSend(ProviderWeb, updated)
-		h.mustSend(ProviderWeb, updated)                                            // duplicate
+		h.mustSend(ProviderWeb, updated)                                              // duplicate
 		h.mustSend(ProviderWeb, fixture(t, "web/customer.subscription.created.json")) // stale
 		h.mustSend(ProviderWeb, edit(t, updated, func(m map[string]any) {
 			m["id"], m["created"] = "evt_past_due", float64(fixtureCreated+60)
