@@ -7,11 +7,11 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/tollgate/tollgate/internal/app"
+	"github.com/tollgate/tollgate"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(app.Run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	os.Exit(tollgate.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }

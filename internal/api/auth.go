@@ -154,7 +154,11 @@ func (a *API) admitCredential(ctx huma.Context, next func(huma.Context)) {
 	if c := credentialOf(ctx.Context()); c != nil && c.service != "" {
 		kind, refusal = schemeService, errUserOnly
 	}
-	for _, requirement := range ctx.Operation().Security {
+	security := ctx.Operation().Security
+	if len(security) == 0 {
+		security = forUsers // the API's default, for operations that name none
+	}
+	for _, requirement := range security {
 		if _, ok := requirement[kind]; ok {
 			next(ctx)
 			return

@@ -51,6 +51,9 @@ func problemFor(err error) *apiProblem {
 	return p(http.StatusServiceUnavailable, "unavailable", "Service Unavailable", "The request could not be completed; retry shortly.").retryAfter(5)
 }
 
+// Problem is the answer an operation returns for err: what problemFor maps it to.
+func Problem(err error) error { return problemFor(err) }
+
 // fail is what a handler returns for err: its problem. Failures of the database are logged
 // once per outage by the database itself; here they are a debug line.
 func (a *API) fail(ctx context.Context, err error) error {

@@ -3,11 +3,14 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"time"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -87,24 +90,63 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) *billing.Service {
 }
 
 func serve(ctx context.Context, e env) error {
+	srv, err := start(ctx, e)
+	if err != nil {
+		return err
+	}
+	return srv.ListenAndServe(ctx)
+}
+
+// Open prepares a server for a program built on tollgate, as "tollgate serve" does: the
+// configuration through getenv (with .env.development in development), logs to logs, the
+// database opened and, unless AUTO_MIGRATE=false, migrated. Add operations to API, then
+// ListenAndServe.
+func Open(ctx context.Context, getenv func(string) string, logs io.Writer) (*Server, error) {
+	getenv, err := withDevEnvFile(getenv)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	return start(ctx, env{cfg: cfg, log: newLogger(cfg, logs), stdout: logs, stderr: logs})
+}
+
+// start opens what a server needs: the database, migrated when AUTO_MIGRATE is on, and in
+// development the sample plans synced.
+func start(ctx context.Context, e env) (*Server, error) {
 	d, err := openDB(ctx, e, e.cfg.AutoMigrate)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer d.Close()
 	srv, err := NewServer(e, d)
 	if err != nil {
-		return err
+		d.Close()
+		return nil, err
 	}
-	defer srv.throttles.Close()
 	if e.cfg.Env == config.Development {
 		srv.syncDevPlans(ctx)
 	}
-	listener, err := net.Listen("tcp", e.cfg.Addr)
+	return srv, nil
+}
+
+// API is the /api/v1 API, for operations a program adds.
+func (s *Server) API() huma.API { return s.api.Huma() }
+
+// Billing is the billing domain: entitlements, usage, and the billing change hooks.
+func (s *Server) Billing() *billing.Service { return s.billing }
+
+// ListenAndServe listens on ADDR and serves until ctx ends (see Serve), then releases the
+// database and Redis.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	defer s.db.Close()
+	defer s.throttles.Close()
+	listener, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return err
 	}
-	return srv.Serve(ctx, listener)
+	return s.Serve(ctx, listener)
 }
 
 // syncDevPlans keeps a development database in step with the sample plans file, so the

@@ -1,0 +1,111 @@
+// Package tollgate runs tollgate — sign-in forms, a token-guarded /api/v1 and subscription
+// billing from two stores — as a command, or as a Go framework you extend with your own
+// API.
+//
+// As a command, a program's main calls [Main], exactly as cmd/tollgate does.
+//
+// As a framework, [New] prepares the server from the configuration (the same environment
+// variables as the command), [App.API] takes your own huma operations under /api/v1 (behind
+// the same CORS, throttles and token verification, and in the OpenAPI document /api-docs
+// serves), handlers read the signed-in user with [CurrentUser] and their plan with
+// [App.Entitlements], [App.OnBillingChange] tells you when a user's billing changed, and
+// [App.Run] serves until the context ends.
+package tollgate
+
+import (
+	"context"
+	"io"
+	"os"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/tollgate/tollgate/internal/api"
+	"github.com/tollgate/tollgate/internal/app"
+	"github.com/tollgate/tollgate/internal/billing"
+)
+
+// Main runs the tollgate command line with args (without the program's name) and returns
+// the process's exit code.
+func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	return app.Run(ctx, args, getenv, stdout, stderr)
+}
+
+// App is a tollgate server with your additions.
+type App struct {
+	server *app.Server
+}
+
+// New reads the configuration through getenv (nil: the process environment; in
+// development .env.development is read under it, as by the command), opens the database and,
+// unless AUTO_MIGRATE=false, migrates it. Logs go to logs (nil: standard error).
+func New(ctx context.Context, getenv func(string) string, logs io.Writer) (*App, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if logs == nil {
+		logs = os.Stderr
+	}
+	server, err := app.Open(ctx, getenv, logs)
+	if err != nil {
+		return nil, err
+	}
+	return &App{server: server}, nil
+}
+
+// API is the /api/v1 API. Operations registered on it run behind tollgate's CORS, per-IP
+// and per-token throttles and token verification, for signed-in users (unless their
+// Security names "serviceKey", for trusted backends), and appear in the OpenAPI document.
+func (a *App) API() huma.API { return a.server.API() }
+
+// OnBillingChange registers fn, called with a user's id after a webhook (or a replay)
+// changed that user's subscription, plan, status or period end, once the change is
+// committed. It runs before the provider is answered: keep it quick, or hand the work off.
+func (a *App) OnBillingChange(fn func(ctx context.Context, userID string)) {
+	a.server.Billing().OnBillingChange(fn)
+}
+
+// Entitlements is a user's position now: [Entitlements.Subscribed], [Entitlements.Plan],
+// [Entitlements.Entitled] and [Entitlements.Limit].
+func (a *App) Entitlements(ctx context.Context, userID string) (Entitlements, error) {
+	return a.server.Billing().Entitlements(ctx, userID)
+}
+
+// RecordUsage adds amount to the user's counter of the metered entitlement name in this
+// billing period, atomically; past the plan's limit it changes nothing and returns
+// ErrLimitExceeded, without such an entitlement ErrNotEntitled.
+func (a *App) RecordUsage(ctx context.Context, userID, name string, amount int64) (Usage, error) {
+	return a.server.Billing().RecordUsage(ctx, userID, name, amount)
+}
+
+// Run serves on ADDR until ctx ends, then stops gracefully (SHUTDOWN_TIMEOUT) and releases
+// the database. An App runs once.
+func (a *App) Run(ctx context.Context) error { return a.server.ListenAndServe(ctx) }
+
+// User is the verified user of an /api/v1 request, built from the token's claims.
+type User = api.User
+
+// CurrentUser is the signed-in user of an /api/v1 request; ok is false for a request made
+// with a service key.
+func CurrentUser(ctx context.Context) (user User, ok bool) { return api.CurrentUser(ctx) }
+
+// Entitlements is a user's billing position.
+type Entitlements = billing.Entitlements
+
+// Usage is a metered counter after recording.
+type Usage = billing.Usage
+
+// Refusals of RecordUsage, and for your own operations (see Problem).
+var (
+	ErrNotEntitled   = billing.ErrNotEntitled
+	ErrLimitExceeded = billing.ErrLimitExceeded
+)
+
+// Problem is the answer an operation returns for err, as tollgate's own do: a 403 problem
+// for ErrNotEntitled and ErrLimitExceeded, 503 with Retry-After for anything else (the
+// database, say), never the error's text.
+func Problem(err error) error {
+	if err == nil {
+		return nil
+	}
+	return api.Problem(err)
+}
