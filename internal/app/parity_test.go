@@ -19,14 +19,19 @@ import (
 )
 
 // TestOneBillingAnswerEverywhere: for a user subscribed through the web provider and one
-// through the mobile provider, /api/v1/me, the account page and `entitlements check` give
-// the same plan, status and entitlements.
+// through the mobile provider, /api/v1/me, the account page, the service API, `users show
+// --json` and `entitlements check` give the same plan, status and entitlements.
 func TestOneBillingAnswerEverywhere(t *testing.T) {
 	fake := identitytest.New(t)
 	env := testEnv(t, map[string]string{"AUTH_URL": fake.URL})
 	if code, _, errOut := runCmd(context.Background(), env, "plans", "sync"); code != 0 {
 		t.Fatalf("plans sync: %s", errOut)
 	}
+	code, serviceKey, errOut := runCmd(context.Background(), env, "keys", "create", "--name", "parity")
+	if code != 0 {
+		t.Fatalf("keys create: %s", errOut)
+	}
+	serviceKey = strings.TrimSpace(serviceKey)
 	startServe(t, env)
 	base := env["PUBLIC_URL"]
 	webUser, mobileUser := fake.AddUser("web@example.test", "password1"), fake.AddUser("mobile@example.test", "password1")
@@ -107,6 +112,25 @@ func TestOneBillingAnswerEverywhere(t *testing.T) {
 				if !strings.Contains(text, chip) {
 					t.Errorf("account page lacks the entitlement %q of /me", chip)
 				}
+			}
+
+			// The service API, with a key: the same billing object.
+			req, _ = http.NewRequest(http.MethodGet, base+"/api/v1/users/"+u.id+"/entitlements", nil)
+			req.Header.Set("Authorization", "Bearer "+serviceKey)
+			resp, err = http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var service struct {
+				Subscribed   bool
+				Status       string
+				Plan         struct{ Key string }
+				Entitlements map[string]any
+			}
+			json.NewDecoder(resp.Body).Decode(&service)
+			resp.Body.Close()
+			if service.Plan.Key != b.Plan.Key || service.Status != b.Status || !service.Subscribed || fmt.Sprint(service.Entitlements) != fmt.Sprint(b.Entitlements) {
+				t.Fatalf("service API %+v, /me %+v", service, b)
 			}
 
 			// users show --json: the same billing object, the subscription and its event.
