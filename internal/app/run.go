@@ -40,6 +40,23 @@ Usage:
 Configuration comes from the environment (see README.md). "tollgate COMMAND --help" describes a command.
 `
 
+// commands are the commands that run with the configuration, by name; a name of two words
+// belongs to a group ("keys create").
+func commands() map[string]func(*flag.FlagSet) command {
+	return map[string]func(*flag.FlagSet) command{
+		"serve":              cmdServe,
+		"migrate":            cmdMigrate,
+		"plans sync":         cmdPlansSync,
+		"events replay":      cmdEventsReplay,
+		"webhook send":       cmdWebhookSend,
+		"keys create":        cmdKeysCreate,
+		"keys list":          cmdKeysList,
+		"keys revoke":        cmdKeysRevoke,
+		"users show":         cmdUsersShow,
+		"entitlements check": cmdEntitlementsCheck,
+	}
+}
+
 // errUsage is returned after usage text was printed for --help; it means "exit 0".
 var errUsage = errors.New("usage printed")
 
@@ -65,39 +82,30 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")
 	}
+	table := commands()
 	cmd, rest := args[0], args[1:]
-	if len(rest) > 0 && (cmd == "plans" || cmd == "events" || cmd == "webhook" || cmd == "entitlements" || cmd == "keys" || cmd == "users") {
-		cmd, rest = cmd+" "+rest[0], rest[1:]
+	if _, ok := table[cmd+" "+first(rest)]; ok {
+		cmd, rest = cmd+" "+rest[0], rest[1:] // a group's command, "keys create"
 	}
 	switch cmd {
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
-	case "serve":
-		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdServe)
-	case "migrate":
-		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdMigrate)
-	case "plans sync":
-		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdPlansSync)
-	case "events replay":
-		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdEventsReplay)
-	case "webhook send":
-		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdWebhookSend)
-	case "keys create":
-		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdKeysCreate)
-	case "keys list":
-		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdKeysList)
-	case "keys revoke":
-		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdKeysRevoke)
-	case "users show":
-		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdUsersShow)
-	case "entitlements check":
-		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, cmdEntitlementsCheck)
 	case "healthcheck":
 		return healthcheck(ctx, rest, getenv, stdout, stderr)
 	}
+	if build, ok := table[cmd]; ok {
+		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, build)
+	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", strings.Join(args, " "))
+}
+
+func first(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
 }
 
 // env is what every command gets: its parsed configuration, its positional arguments and
