@@ -60,8 +60,9 @@ func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request, provider 
 			outcome: "unauthorized", detail: "The webhook signature or authorization is missing or does not match.", cause: err})
 		return
 	}
-	body, err = storableJSON(body)
+	stored, err := storableJSON(body)
 	if err == nil {
+		body = stored
 		top, err = decodeTop(body)
 	}
 	if err != nil {
