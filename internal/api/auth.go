@@ -166,6 +166,7 @@ func (a *API) admitCredential(ctx huma.Context, next func(huma.Context)) {
 	}
 	p := problemFor(refusal)
 	ctx.SetHeader("Content-Type", "application/problem+json")
+	ctx.SetHeader("X-Content-Type-Options", "nosniff")
 	ctx.SetStatus(p.Status)
 	json.NewEncoder(ctx.BodyWriter()).Encode(p.Problem)
 }
