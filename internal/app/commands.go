@@ -240,48 +240,54 @@ func cmdEntitlementsCheck(*flag.FlagSet) command {
 		args: "USER_ID NAME",
 		help: "Prints whether the user is entitled to NAME now, with the plan and, for a metered\nentitlement, the limit and this period's usage. Exits 0 when entitled, 1 when not:\nthe same answer /api/v1/me gives.",
 		run: func(ctx context.Context, e env) error {
-			userID, name := e.args[0], e.args[1]
-			if _, err := uuid.Parse(userID); err != nil {
-				return fmt.Errorf("USER_ID: want the identity user's UUID, got %q", userID)
-			}
-			d, err := openDB(ctx, e, false)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			view, err := newBilling(d, e, nil).View(ctx, userID)
-			if err != nil {
-				return err
-			}
-			plan := "no plan"
-			if view.Plan != nil {
-				plan = "plan " + view.Plan.Key
-			}
-			answer := "not entitled"
-			entitled := false
-			switch v := view.Entitlements[name].(type) {
-			case bool:
-				entitled = v
-			case int64:
-				entitled = v > 0
-			}
-			if entitled {
-				answer = "entitled"
-			}
-			fmt.Fprintf(e.stdout, "%s: %s to %s (%s", userID, answer, name, plan)
-			if view.Status != nil {
-				fmt.Fprintf(e.stdout, ", %s", *view.Status)
-			}
-			if u, ok := view.Usage[name]; ok {
-				fmt.Fprintf(e.stdout, "; used %d of %d until %s", u.Used, u.Limit, u.PeriodEnd.Format(time.RFC3339))
-			}
-			fmt.Fprintln(e.stdout, ")")
-			if !entitled {
-				return errNo
-			}
-			return nil
+			return withUser(ctx, e, func(userID string, b *billing.Service) error {
+				return checkEntitlement(ctx, e, b, userID, e.args[1])
+			})
 		},
 	}
+}
+
+// checkEntitlement prints whether userID is entitled to name, and is errNo when not.
+func checkEntitlement(ctx context.Context, e env, b *billing.Service, userID, name string) error {
+	view, err := b.View(ctx, userID)
+	if err != nil {
+		return err
+	}
+	plan := "no plan"
+	if view.Plan != nil {
+		plan = "plan " + view.Plan.Key
+	}
+	entitled, answer := view.Entitled(name), "not entitled"
+	if entitled {
+		answer = "entitled"
+	}
+	fmt.Fprintf(e.stdout, "%s: %s to %s (%s", userID, answer, name, plan)
+	if view.Status != nil {
+		fmt.Fprintf(e.stdout, ", %s", *view.Status)
+	}
+	if u, ok := view.Usage[name]; ok {
+		fmt.Fprintf(e.stdout, "; used %d of %d until %s", u.Used, u.Limit, u.PeriodEnd.Format(time.RFC3339))
+	}
+	fmt.Fprintln(e.stdout, ")")
+	if !entitled {
+		return errNo
+	}
+	return nil
+}
+
+// withUser runs fn for the command's USER_ID (its first argument, a UUID) over the
+// billing of DATABASE_URL.
+func withUser(ctx context.Context, e env, fn func(userID string, b *billing.Service) error) error {
+	userID := e.args[0]
+	if _, err := uuid.Parse(userID); err != nil {
+		return fmt.Errorf("USER_ID: want the identity user's UUID, got %q", userID)
+	}
+	d, err := openDB(ctx, e, false)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return fn(userID, newBilling(d, e, nil))
 }
 
 func cmdKeysCreate(fs *flag.FlagSet) command {
@@ -360,26 +366,19 @@ func cmdUsersShow(fs *flag.FlagSet) command {
 		args: "USER_ID",
 		help: "Shows what tollgate knows of a user's billing: billing customers, each provider subscription\n(status, period end, plan, last event), the effective plan and entitlements with this period's\nusage (the answer /api/v1/me gives), and the last 10 provider events naming the user.",
 		run: func(ctx context.Context, e env) error {
-			userID := e.args[0]
-			if _, err := uuid.Parse(userID); err != nil {
-				return fmt.Errorf("USER_ID: want the identity user's UUID, got %q", userID)
-			}
-			d, err := openDB(ctx, e, false)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			report, err := newBilling(d, e, nil).Inspect(ctx, userID)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				enc := json.NewEncoder(e.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(report)
-			}
-			printReport(e.stdout, report)
-			return nil
+			return withUser(ctx, e, func(userID string, b *billing.Service) error {
+				report, err := b.Inspect(ctx, userID)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					enc := json.NewEncoder(e.stdout)
+					enc.SetIndent("", "  ")
+					return enc.Encode(report)
+				}
+				printReport(e.stdout, report)
+				return nil
+			})
 		},
 	}
 }
