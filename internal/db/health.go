@@ -3,11 +3,17 @@ package db
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// outageSettle is how long the database must go without refusing a request before an
+// outage is reported over. Around an outage's edges some requests fail on connections
+// broken while others succeed on fresh ones; without it one outage was logged as several.
+const outageSettle = time.Second
 
 // health is how request handlers use the database: each unit of work gets a deadline
 // (DB_TIMEOUT), and an outage is reported once, not once per refused request (a 5-second
@@ -15,17 +21,23 @@ import (
 type health struct {
 	timeout     time.Duration
 	log         *slog.Logger
+	engine      Engine
 	unavailable prometheus.Counter
 
-	down    atomic.Bool
-	refused atomic.Int64
-	since   atomic.Int64 // unix nanoseconds the outage began
+	down atomic.Bool // read lock-free on every success; changed under mu
+
+	mu          sync.Mutex
+	refused     int64
+	since       time.Time // the outage's first refusal
+	lastRefusal time.Time
+	answered    bool // a request succeeded after lastRefusal
+	checking    *time.Timer
 }
 
 // WatchRequests sets the deadline of each request's database work and where outages are
 // reported. Without it there is no deadline and nothing is reported.
 func (d *DB) WatchRequests(timeout time.Duration, log *slog.Logger, reg prometheus.Registerer) {
-	h := &health{timeout: timeout, log: log, unavailable: prometheus.NewCounter(prometheus.CounterOpts{
+	h := &health{timeout: timeout, log: log, engine: d.Engine, unavailable: prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "tollgate_db_unavailable_total",
 		Help: "Requests refused because the database failed or did not answer within DB_TIMEOUT.",
 	})}
@@ -52,25 +64,76 @@ func (d *DB) Refused(ctx context.Context, err error) {
 		return
 	}
 	h.unavailable.Inc()
-	h.refused.Add(1)
-	if h.down.CompareAndSwap(false, true) {
-		h.since.Store(time.Now().UnixNano())
-		h.log.WarnContext(ctx, "database unavailable: refusing requests with 503 until it answers", "engine", string(d.Engine), "error", err)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	h.refused++
+	h.lastRefusal = now
+	h.answered = false
+	if !h.down.Load() {
+		h.down.Store(true)
+		h.since = now
+		h.log.WarnContext(ctx, "database unavailable: refusing requests with 503 until it answers", "engine", string(h.engine), "error", err)
 	}
 }
 
-// Answered records database work that succeeded; the first success after an outage reports
-// its end and how many requests it refused.
+// Answered records database work that succeeded. The outage is reported over, with how
+// many requests it refused, once the database has answered and refused nothing for
+// outageSettle.
 func (d *DB) Answered(ctx context.Context) {
 	h := d.health
-	if h == nil {
+	if h == nil || !h.down.Load() {
 		return
 	}
-	if !h.down.Load() || !h.down.CompareAndSwap(true, false) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.answered = true
+	if h.checking == nil {
+		h.checking = time.AfterFunc(outageSettle, h.settle)
+	}
+}
+
+// settle ends the outage if nothing was refused since the last success, else waits again.
+func (h *health) settle() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.checking = nil
+	if !h.down.Load() {
 		return
 	}
-	outage := time.Since(time.Unix(0, h.since.Load())).Round(time.Millisecond)
-	h.log.WarnContext(ctx, "database available again", "engine", string(d.Engine), "refused_requests", h.refused.Swap(0), "outage", outage)
+	if !h.answered {
+		return // refused since; the next success checks again
+	}
+	if wait := outageSettle - time.Since(h.lastRefusal); wait > 0 {
+		h.checking = time.AfterFunc(wait, h.settle)
+		return
+	}
+	h.end()
+}
+
+// end reports the outage over; h.mu is held.
+func (h *health) end() {
+	h.down.Store(false)
+	h.log.Warn("database available again", "engine", string(h.engine), "refused_requests", h.refused,
+		"outage", h.lastRefusal.Sub(h.since).Round(time.Millisecond))
+	h.refused = 0
+}
+
+// Close reports an outage that ended before the settle period ran out, then closes the
+// database.
+func (d *DB) Close() error {
+	if h := d.health; h != nil {
+		h.mu.Lock()
+		if h.checking != nil {
+			h.checking.Stop()
+			h.checking = nil
+		}
+		if h.down.Load() && h.answered {
+			h.end()
+		}
+		h.mu.Unlock()
+	}
+	return d.DB.Close()
 }
 
 // Report is Refused for a non-nil err and Answered for nil, returning err.
