@@ -1,6 +1,7 @@
 package billing
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,11 +10,10 @@ import (
 	"math"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
@@ -34,20 +34,12 @@ type EntitlementConfig struct {
 	Value any // bool or int64
 }
 
-type planFile struct {
-	Plans yaml.Node `yaml:"plans"`
-}
-
-type planBody struct {
-	Name         string `yaml:"name"`
-	Default      bool   `yaml:"default"`
-	Entitlements []struct {
-		Name  string    `yaml:"name"`
-		Value yaml.Node `yaml:"value"`
-	} `yaml:"entitlements"`
-	WebPrices      []string `yaml:"web_prices"`
-	MobileProducts []string `yaml:"mobile_products"`
-}
+// planKeys and entitlementKeys are the only keys a plans file may use: a misspelt key
+// ("entitlement:", "web_price:") would otherwise drop what it held without a word.
+var (
+	planKeys        = []string{"name", "default", "entitlements", "web_prices", "mobile_products"}
+	entitlementKeys = []string{"name", "value"}
+)
 
 // LoadPlans reads and validates a plans file. Plans keep the file's order: lowest tier first.
 func LoadPlans(path string) ([]PlanConfig, error) {
@@ -62,49 +54,66 @@ func LoadPlans(path string) ([]PlanConfig, error) {
 	return plans, nil
 }
 
-// ParsePlans parses and validates the YAML of a plans file.
+// ParsePlans parses and validates the YAML of a plans file. Errors name the line.
 func ParsePlans(raw []byte) ([]PlanConfig, error) {
-	var file planFile
-	if err := yaml.Unmarshal(raw, &file); err != nil {
-		return nil, err
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, syntaxError(raw, err)
 	}
-	if file.Plans.Kind != yaml.MappingNode {
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, errors.New(`want a "plans:" mapping of plan keys to plans`)
 	}
-	var plans []PlanConfig
 	var errs []error
+	fail := func(n *yaml.Node, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("line %d: %s", n.Line, fmt.Sprintf(format, args...)))
+	}
+	var planList *yaml.Node
+	forEachKey(doc.Content[0], func(key, value *yaml.Node) {
+		if key.Value != "plans" {
+			fail(key, "unknown key %q (the file holds only plans:)", key.Value)
+			return
+		}
+		planList = value
+	})
+	if planList == nil || planList.Kind != yaml.MappingNode {
+		return nil, errors.Join(append(errs, errors.New(`want a "plans:" mapping of plan keys to plans`))...)
+	}
+	var plans []PlanConfig
 	seenPrice := map[string]string{} // "provider price" → plan key
-	defaults := 0
-	for i := 0; i+1 < len(file.Plans.Content); i += 2 {
-		key := file.Plans.Content[i].Value
-		var body planBody
-		if err := file.Plans.Content[i+1].Decode(&body); err != nil {
-			errs = append(errs, fmt.Errorf("plan %q: %w", key, err))
-			continue
-		}
-		p := PlanConfig{Key: key, Name: body.Name, Default: body.Default, WebPrices: body.WebPrices, MobileProducts: body.MobileProducts}
+	var defaults []string
+	forEachKey(planList, func(keyNode, body *yaml.Node) {
+		key := keyNode.Value
+		p := PlanConfig{Key: key, Name: key}
 		if strings.TrimSpace(key) == "" {
-			errs = append(errs, errors.New("a plan has an empty key"))
+			fail(keyNode, "a plan has an empty key")
 		}
-		if p.Name == "" {
-			p.Name = key
+		if body.Kind != yaml.MappingNode {
+			fail(body, "plan %q: want a mapping of %s", key, strings.Join(planKeys, ", "))
+			return
 		}
-		if p.Default {
-			defaults++
-		}
-		seenEntitlement := map[string]bool{}
-		for _, e := range body.Entitlements {
-			value, err := entitlementValue(e.Value)
-			switch {
-			case e.Name == "":
-				errs = append(errs, fmt.Errorf("plan %q: an entitlement has no name", key))
-			case seenEntitlement[e.Name]:
-				errs = append(errs, fmt.Errorf("plan %q: entitlement %q is listed twice", key, e.Name))
-			case err != nil:
-				errs = append(errs, fmt.Errorf("plan %q: entitlement %q: %w", key, e.Name, err))
+		decode := func(n *yaml.Node, into any, want string) {
+			if err := n.Decode(into); err != nil {
+				fail(n, "plan %q: want %s", key, want)
 			}
-			seenEntitlement[e.Name] = true
-			p.Entitlements = append(p.Entitlements, EntitlementConfig{Name: e.Name, Value: value})
+		}
+		forEachKey(body, func(field, value *yaml.Node) {
+			switch field.Value {
+			case "name":
+				decode(value, &p.Name, "a name")
+			case "default":
+				decode(value, &p.Default, "default: true or false")
+			case "web_prices":
+				decode(value, &p.WebPrices, "web_prices: a list of price ids")
+			case "mobile_products":
+				decode(value, &p.MobileProducts, "mobile_products: a list of product ids")
+			case "entitlements":
+				p.Entitlements = parseEntitlements(key, value, fail)
+			default:
+				fail(field, "plan %q: unknown key %q (want one of %s)", key, field.Value, strings.Join(planKeys, ", "))
+			}
+		})
+		if p.Default {
+			defaults = append(defaults, key)
 		}
 		for provider, ids := range map[string][]string{ProviderWeb: p.WebPrices, ProviderMobile: p.MobileProducts} {
 			for _, id := range ids {
@@ -115,12 +124,83 @@ func ParsePlans(raw []byte) ([]PlanConfig, error) {
 			}
 		}
 		plans = append(plans, p)
+	})
+	if len(defaults) > 1 {
+		errs = append(errs, fmt.Errorf("more than one plan is marked default: %s", strings.Join(defaults, ", ")))
 	}
-	if defaults > 1 {
-		errs = append(errs, errors.New("more than one plan is marked default"))
-	}
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return plans, errors.Join(errs...)
+}
+
+// parseEntitlements reads a plan's list of {name, value}.
+func parseEntitlements(plan string, list *yaml.Node, fail func(*yaml.Node, string, ...any)) []EntitlementConfig {
+	if list.Kind != yaml.SequenceNode {
+		fail(list, "plan %q: want entitlements: a list of {name, value}", plan)
+		return nil
+	}
+	var out []EntitlementConfig
+	seen := map[string]bool{}
+	for _, item := range list.Content {
+		if item.Kind != yaml.MappingNode {
+			fail(item, "plan %q: want an entitlement as {name, value}", plan)
+			continue
+		}
+		var e EntitlementConfig
+		var valueNode *yaml.Node
+		forEachKey(item, func(field, value *yaml.Node) {
+			switch field.Value {
+			case "name":
+				e.Name = value.Value
+			case "value":
+				valueNode = value
+			default:
+				fail(field, "plan %q: unknown entitlement key %q (want one of %s)", plan, field.Value, strings.Join(entitlementKeys, ", "))
+			}
+		})
+		var err error
+		if valueNode == nil {
+			err = errors.New("no value")
+		} else {
+			e.Value, err = entitlementValue(*valueNode)
+		}
+		switch {
+		case e.Name == "":
+			fail(item, "plan %q: an entitlement has no name", plan)
+		case seen[e.Name]:
+			fail(item, "plan %q: entitlement %q is listed twice", plan, e.Name)
+		case err != nil:
+			fail(item, "plan %q: entitlement %q: %v", plan, e.Name, err)
+		}
+		seen[e.Name] = true
+		out = append(out, e)
+	}
+	return out
+}
+
+// forEachKey calls fn for each key and value of a mapping node, in the file's order.
+func forEachKey(mapping *yaml.Node, fn func(key, value *yaml.Node)) {
+	for i := 0; i+1 < len(mapping.Content); i += 2 {
+		fn(mapping.Content[i], mapping.Content[i+1])
+	}
+}
+
+// syntaxError reports a YAML syntax error at the line where the text stops being YAML.
+// The library names the line where the enclosing block began (a missing "]" on line 9
+// of a plan that starts on line 3 is reported on line 3), so the line is found again as the
+// shortest prefix of the file that does not parse.
+func syntaxError(raw []byte, err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	if _, rest, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "line ") {
+		msg = rest
+	}
+	lines := bytes.SplitAfter(raw, []byte("\n"))
+	for n := 1; n <= len(lines); n++ {
+		var probe yaml.Node
+		if yaml.Unmarshal(bytes.Join(lines[:n], nil), &probe) != nil {
+			return fmt.Errorf("line %d: %s", n, msg)
+		}
+	}
+	return errors.New(msg)
 }
 
 func entitlementValue(n yaml.Node) (any, error) {

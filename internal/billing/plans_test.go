@@ -23,7 +23,39 @@ plans:
 		{"two defaults", `
 plans:
   a: {default: true}
-  b: {default: true}`, "more than one plan is marked default"},
+  b: {default: true}`, "more than one plan is marked default: a, b"},
+		{"unknown plan key", `
+plans:
+  free:
+    name: Free
+    entitlement:
+      - {name: x, value: 1}`, `line 5: plan "free": unknown key "entitlement"`},
+		{"unknown entitlement key", `
+plans:
+  free:
+    entitlements:
+      - name: x
+        value: 1
+        limit: 3`, `line 7: plan "free": unknown entitlement key "limit"`},
+		{"unknown top-level key", `
+plan:
+  free: {}`, `line 2: unknown key "plan"`},
+		{"entitlement without a value", `
+plans:
+  a: {entitlements: [{name: seats}]}`, `entitlement "seats": no value`},
+		{"bad indentation", `
+plans:
+  free:
+    name: Free
+   default: true`, "line 5: did not find expected key"},
+		{"tab indentation", "\nplans:\n  free:\n    name: Free\n\tdefault: true", "line 5: found a tab character"},
+		{"unclosed list", `
+plans:
+  free:
+    name: Free
+    web_prices: [a, b
+  pro:
+    name: Pro`, "line 5: did not find expected ',' or ']'"},
 		{"string value", `
 plans:
   a: {entitlements: [{name: seats, value: lots}]}`, `entitlement "seats": want true, false or a whole number`},
