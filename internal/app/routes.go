@@ -25,8 +25,16 @@ func (s *Server) Handler() http.Handler {
 	}
 
 	s.billing.Routes(mux, s.cfg.BillingMount)
-	s.api.Routes(mux)
-	mux.Handle("/", s.web.Handler()) // the forms, and the HTML 404 for everything else
+	if s.cfg.API {
+		s.api.Routes(mux)
+	}
+	if s.cfg.Forms {
+		mux.Handle("/", s.web.Handler()) // the forms, and the HTML 404 for everything else
+	} else {
+		mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+			problem.Write(w, http.StatusNotFound, "not-found", "Nothing is served here.")
+		})
+	}
 	return s.withRequestID(s.withAccessLog(s.withRecover(mux)))
 }
 

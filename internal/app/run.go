@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/tollgate/tollgate/internal/config"
@@ -20,41 +21,58 @@ import (
 // exported. It is never read in production.
 const DevEnvFile = ".env.development"
 
-const usage = `tollgate — sign-in forms, a token-guarded API and billing webhooks in one binary.
-
-Usage:
-  tollgate serve                 run the HTTP server (migrates first unless AUTO_MIGRATE=false)
-  tollgate migrate               apply database migrations and exit
-  tollgate plans sync            reconcile the plans file (PLANS_FILE) into the database
-  tollgate events replay [...]   re-run stored webhook events through the processors
-  tollgate webhook send [...]    sign a JSON event and POST it to a running server
-  tollgate keys create --name N   make a service key for a trusted backend (shown once)
-  tollgate keys list             list service keys: name, prefix, created, last used
-  tollgate keys revoke NAME      revoke a service key at once
-  tollgate users show USER_ID [--json]
-                                 what tollgate knows of a user's billing
-  tollgate entitlements check USER_ID NAME
-                                 print whether a user is entitled to NAME (exit 0 yes, 1 no)
-  tollgate healthcheck [--url]   exit 0 if a running server answers /healthz (for containers)
-
-Configuration comes from the environment (see README.md). "tollgate COMMAND --help" describes a command.
-`
-
-// commands are the commands that run with the configuration, by name; a name of two words
-// belongs to a group ("keys create").
-func commands() map[string]func(*flag.FlagSet) command {
-	return map[string]func(*flag.FlagSet) command{
-		"serve":              cmdServe,
-		"migrate":            cmdMigrate,
-		"plans sync":         cmdPlansSync,
-		"events replay":      cmdEventsReplay,
-		"webhook send":       cmdWebhookSend,
-		"keys create":        cmdKeysCreate,
-		"keys list":          cmdKeysList,
-		"keys revoke":        cmdKeysRevoke,
-		"users show":         cmdUsersShow,
-		"entitlements check": cmdEntitlementsCheck,
+// commands is the command table, in the order "tollgate help" lists it. A name of two
+// words belongs to a group ("keys create"); each command's code is in cmd_<group>.go.
+func commands() []spec {
+	return []spec{
+		{"serve", "run the HTTP server (migrates first unless AUTO_MIGRATE=false)", cmdServe},
+		{"migrate", "apply database migrations and exit", cmdMigrate},
+		{"plans sync", "reconcile the plans file (PLANS_FILE) into the database", cmdPlansSync},
+		{"events replay", "re-run stored webhook events through the processors", cmdEventsReplay},
+		{"webhook send", "sign a JSON event, POST it to a running server, say what it did", cmdWebhookSend},
+		{"keys create", "make a service key for a trusted backend (shown once)", cmdKeysCreate},
+		{"keys list", "list service keys: name, prefix, created, last used", cmdKeysList},
+		{"keys revoke", "revoke a service key at once", cmdKeysRevoke},
+		{"users show", "what tollgate knows of a user's billing", cmdUsersShow},
+		{"entitlements check", "whether a user is entitled to NAME (exit 0 yes, 1 no)", cmdEntitlementsCheck},
+		{"healthcheck", "exit 0 if a running server answers /healthz (for containers)", cmdHealthcheck},
+		{"version", "print the version and the source revision", cmdVersion},
+		{"help", "describe tollgate, a group or a command", nil},
 	}
+}
+
+// spec is one command: its name, the line "tollgate help" shows, and how to build it.
+type spec struct {
+	name    string
+	summary string
+	build   func(fs *flag.FlagSet) command
+}
+
+// command is a built command: its flags are defined on the FlagSet given to build.
+type command struct {
+	// args names the positional arguments the command requires, e.g. "USER_ID NAME";
+	// values are those given.
+	args   string
+	values []string
+	help   string
+	// bare commands run without the configuration (healthcheck, version): they must work
+	// in a container that has none of the service's secrets.
+	bare bool
+	run  func(ctx context.Context, e env) error
+}
+
+// env is what every command gets: its parsed configuration, its positional arguments and
+// where to write.
+type env struct {
+	cfg    config.Config
+	getenv func(string) string
+	args   []string
+	log    *slog.Logger
+	stdout io.Writer
+	stderr io.Writer
+	// devEnvLooked is where .env.development was looked for and not found ("" if it was
+	// found or not wanted): serve says so.
+	devEnvLooked string
 }
 
 // errUsage is returned after usage text was printed for --help; it means "exit 0".
@@ -63,14 +81,27 @@ var errUsage = errors.New("usage printed")
 // errNo is a command's printed answer "no": exit 1, with nothing more on stderr.
 var errNo = errors.New("the answer is no")
 
+// usageError is a command line that cannot be run: its error, then the usage that would
+// have helped, exit 2.
+type usageError struct {
+	err   error
+	usage string
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+
 // Run executes one command and returns the process exit code.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	err := run(ctx, args, getenv, stdout, stderr)
+	var bad *usageError
 	switch {
 	case err == nil, errors.Is(err, errUsage):
 		return 0
 	case errors.Is(err, errNo):
 		return 1
+	case errors.As(err, &bad):
+		fmt.Fprintf(stderr, "tollgate: %s\n\n%s", bad.err, bad.usage)
+		return 2
 	default:
 		fmt.Fprintln(stderr, "tollgate: "+strings.ReplaceAll(err.Error(), "\n", "; "))
 		return 1
@@ -79,71 +110,71 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return errors.New("no command given")
+		return &usageError{errors.New("no command given"), mainUsage()}
 	}
-	table := commands()
-	cmd, rest := args[0], args[1:]
-	if _, ok := table[cmd+" "+first(rest)]; ok {
-		cmd, rest = cmd+" "+rest[0], rest[1:] // a group's command, "keys create"
+	if isHelp(args[0]) {
+		return help(stdout, args[1:])
 	}
-	switch cmd {
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	case "healthcheck":
-		return healthcheck(ctx, rest, getenv, stdout, stderr)
+	s, rest, err := lookup(args)
+	if err != nil {
+		if len(args) > 1 && isHelp(args[1]) && len(groupOf(args[0])) > 0 {
+			return help(stdout, args[:1]) // "plans --help"
+		}
+		return err
 	}
-	if build, ok := table[cmd]; ok {
-		return withEnv(ctx, cmd, rest, getenv, stdout, stderr, build)
+	c, err := parseFlags(s, rest, stdout)
+	if err != nil {
+		return err
 	}
-	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q", strings.Join(args, " "))
+	e := env{getenv: getenv, args: c.values, stdout: stdout, stderr: stderr}
+	if c.bare {
+		return c.run(ctx, e)
+	}
+	e.getenv, e.cfg, e.devEnvLooked, err = loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	e.log = newLogger(e.cfg, stderr)
+	return c.run(ctx, e)
 }
 
-func first(args []string) string {
-	if len(args) == 0 {
-		return ""
+func isHelp(arg string) bool {
+	return arg == "help" || arg == "-h" || arg == "--help" || arg == "-help"
+}
+
+// lookup finds the command that args name and the arguments left for it.
+func lookup(args []string) (spec, []string, error) {
+	for _, s := range commands() {
+		words := strings.Fields(s.name)
+		if s.build != nil && len(args) >= len(words) && strings.Join(args[:len(words)], " ") == s.name {
+			return s, args[len(words):], nil
+		}
 	}
-	return args[0]
-}
-
-// env is what every command gets: its parsed configuration, its positional arguments and
-// where to write.
-type env struct {
-	cfg    config.Config
-	args   []string
-	log    *slog.Logger
-	stdout io.Writer
-	stderr io.Writer
-}
-
-type command struct {
-	// args names the positional arguments the command requires, e.g. "USER_ID NAME";
-	// values are those given.
-	args   string
-	values []string
-	help   string
-	run    func(ctx context.Context, e env) error
+	if group := groupOf(args[0]); len(group) > 0 {
+		if len(args) == 1 {
+			return spec{}, nil, &usageError{fmt.Errorf("%s: which command?", args[0]), groupUsage(args[0], group)}
+		}
+		return spec{}, nil, &usageError{fmt.Errorf("unknown command %q", args[0]+" "+args[1]), groupUsage(args[0], group)}
+	}
+	return spec{}, nil, &usageError{fmt.Errorf("unknown command %q", strings.Join(args, " ")), mainUsage()}
 }
 
 // parseFlags builds a command and parses its flags; --help prints its usage (errUsage).
-func parseFlags(name string, args []string, stdout, stderr io.Writer, build func(fs *flag.FlagSet) command) (command, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c := build(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage: tollgate %s\n\n%s\n", strings.TrimSpace(name+" "+c.args), c.help)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
+func parseFlags(s spec, args []string, stdout io.Writer) (command, error) {
+	fs := flag.NewFlagSet(s.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are printed once, by Run, followed by the usage
+	c := s.build(fs)
+	bad := func(err error) (command, error) {
+		return c, &usageError{fmt.Errorf("%s: %w", s.name, err), commandUsage(s, c, fs)}
 	}
 	// Flags may come before, between or after the positional arguments ("users show ID --json").
 	for rest := args; ; rest = fs.Args()[1:] {
 		if err := fs.Parse(rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(stdout, commandUsage(s, c, fs))
 				return c, errUsage
 			}
-			return c, err
+			return bad(err)
 		}
 		if fs.NArg() == 0 {
 			break
@@ -152,44 +183,44 @@ func parseFlags(name string, args []string, stdout, stderr io.Writer, build func
 	}
 	if want := len(strings.Fields(c.args)); len(c.values) != want {
 		if want == 0 {
-			return c, fmt.Errorf("%s: unexpected argument %q", name, c.values[0])
+			return bad(fmt.Errorf("unexpected argument %q", c.values[0]))
 		}
-		return c, fmt.Errorf("%s: want %s", name, c.args)
+		return bad(fmt.Errorf("want %s", c.args))
 	}
 	return c, nil
 }
 
-// withEnv parses the command's flags, then the configuration, and runs it. Flags come
-// first so that --help works without any configuration.
-func withEnv(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer,
-	build func(fs *flag.FlagSet) command) error {
-	c, err := parseFlags(name, args, stdout, stderr, build)
+// loadConfig parses the configuration, with .env.development under it in development.
+func loadConfig(getenv func(string) string) (_ func(string) string, _ config.Config, looked string, _ error) {
+	getenv, looked, err := withDevEnvFile(getenv)
 	if err != nil {
-		return err
-	}
-	getenv, err = withDevEnvFile(getenv)
-	if err != nil {
-		return err
+		return nil, config.Config{}, "", err
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
-		return fmt.Errorf("configuration: %w", err)
+		if looked != "" {
+			err = fmt.Errorf("%w (no %s at %s)", err, DevEnvFile, looked)
+		}
+		return nil, cfg, "", fmt.Errorf("configuration: %w", err)
 	}
-	return c.run(ctx, env{cfg: cfg, args: c.values, log: newLogger(cfg, stderr), stdout: stdout, stderr: stderr})
+	return getenv, cfg, looked, nil
 }
 
 // withDevEnvFile layers DevEnvFile under the real environment when APP_ENV is unset or
-// development. Variables already set always win.
-func withDevEnvFile(getenv func(string) string) (func(string) string, error) {
+// development. Variables already set always win. When the file is not there, looked is
+// where it was looked for: a clone run from another directory would otherwise just miss
+// its settings.
+func withDevEnvFile(getenv func(string) string) (_ func(string) string, looked string, _ error) {
 	if appEnv := getenv("APP_ENV"); appEnv != "" && appEnv != config.Development {
-		return getenv, nil
+		return getenv, "", nil
 	}
 	f, err := os.Open(DevEnvFile)
 	if errors.Is(err, os.ErrNotExist) {
-		return getenv, nil
+		abs, _ := filepath.Abs(DevEnvFile)
+		return getenv, abs, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer f.Close()
 	file := map[string]string{}
@@ -201,19 +232,19 @@ func withDevEnvFile(getenv func(string) string) (func(string) string, error) {
 		}
 		key, value, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
 		if !ok {
-			return nil, fmt.Errorf("%s line %d: want KEY=VALUE", DevEnvFile, n)
+			return nil, "", fmt.Errorf("%s line %d: want KEY=VALUE", DevEnvFile, n)
 		}
 		file[strings.TrimSpace(key)] = strings.Trim(strings.TrimSpace(value), `"'`)
 	}
 	if err := scanner.Err(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	return func(key string) string {
 		if v := getenv(key); v != "" {
 			return v
 		}
 		return file[key]
-	}, nil
+	}, "", nil
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -89,33 +88,26 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) *billing.Service {
 	})
 }
 
-func serve(ctx context.Context, e env) error {
-	srv, err := start(ctx, e)
-	if err != nil {
-		return err
-	}
-	return srv.ListenAndServe(ctx)
-}
-
 // Open prepares a server for a program built on tollgate, as "tollgate serve" does: the
 // configuration through getenv (with .env.development in development), logs to logs, the
 // database opened and, unless AUTO_MIGRATE=false, migrated. Add operations to API, then
 // ListenAndServe.
 func Open(ctx context.Context, getenv func(string) string, logs io.Writer) (*Server, error) {
-	getenv, err := withDevEnvFile(getenv)
+	getenv, cfg, looked, err := loadConfig(getenv)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.Load(getenv)
+	return start(ctx, env{cfg: cfg, getenv: getenv, log: newLogger(cfg, logs), stdout: logs, stderr: logs, devEnvLooked: looked})
+}
+
+// start opens what a server needs: the configuration checked, the database, migrated
+// when AUTO_MIGRATE is on, and in development the sample plans synced. It logs what the
+// server will lack (startupWarnings).
+func start(ctx context.Context, e env) (*Server, error) {
+	warnings, err := e.cfg.ServeProblems()
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
-	return start(ctx, env{cfg: cfg, log: newLogger(cfg, logs), stdout: logs, stderr: logs})
-}
-
-// start opens what a server needs: the database, migrated when AUTO_MIGRATE is on, and in
-// development the sample plans synced.
-func start(ctx context.Context, e env) (*Server, error) {
 	d, err := openDB(ctx, e, e.cfg.AutoMigrate)
 	if err != nil {
 		return nil, err
@@ -125,8 +117,12 @@ func start(ctx context.Context, e env) (*Server, error) {
 		d.Close()
 		return nil, err
 	}
-	if e.cfg.Env == config.Development {
-		srv.syncDevPlans(ctx)
+	plans, plansErr := billing.LoadPlans(e.cfg.PlansFile)
+	if e.cfg.Env == config.Development && plansErr == nil {
+		srv.syncDevPlans(ctx, plans)
+	}
+	for _, w := range append(warnings, startupWarnings(e, plans, plansErr)...) {
+		e.log.Warn(w)
 	}
 	return srv, nil
 }
@@ -151,17 +147,10 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 
 // syncDevPlans keeps a development database in step with the sample plans file, so the
 // single run command gives a working setup. Production runs "tollgate plans sync" itself.
-func (s *Server) syncDevPlans(ctx context.Context) {
-	if _, err := os.Stat(s.cfg.PlansFile); err != nil {
-		return
-	}
-	plans, err := billing.LoadPlans(s.cfg.PlansFile)
-	if err == nil {
-		var changes []string
-		changes, err = s.billing.SyncPlans(ctx, plans)
-		for _, c := range changes {
-			s.env.log.Info("plans sync", "change", c)
-		}
+func (s *Server) syncDevPlans(ctx context.Context, plans []billing.PlanConfig) {
+	changes, err := s.billing.SyncPlans(ctx, plans)
+	for _, c := range changes {
+		s.env.log.Info("plans sync", "change", c)
 	}
 	if err != nil {
 		s.env.log.Warn("plans file not synced", "error", err)
@@ -202,8 +191,8 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	for i, srv := range servers {
 		go func() { errc <- srv.Serve(listeners[i]) }()
 	}
-	s.env.log.Info("tollgate listening", "addr", listener.Addr().String(), "env", s.cfg.Env, "database", string(s.db.Engine),
-		"web_ingestion", s.cfg.WebIngestion)
+	s.env.log.Info("tollgate is running", "url", localURL(listener.Addr()), "public_url", s.cfg.PublicURL, "env", s.cfg.Env,
+		"database", db.Describe(s.cfg.DatabaseURL), "web_ingestion", s.cfg.WebIngestion, "forms", onOff(s.cfg.Forms), "api", onOff(s.cfg.API))
 	select {
 	case err := <-errc:
 		return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,18 @@ type Config struct {
 	RedisURL         string
 	TrustedProxies   []netip.Prefix
 
+	// Forms and API switch the sign-in forms and /api/v1 off (FORMS=off, API=off): a
+	// billing-only deployment needs no identity service.
+	Forms bool
+	API   bool
+
+	// Branding of the forms (docs/forms.md): the product's name, accent colour, logo, and
+	// a directory whose templates and CSS override the embedded ones by file name.
+	AppName      string
+	BrandColor   string
+	BrandLogoURL string
+	TemplatesDir string
+
 	LogLevel  slog.Level
 	LogFormat string
 }
@@ -84,9 +97,15 @@ func Load(getenv func(string) string) (Config, error) {
 		if raw == "" {
 			return def
 		}
+		switch strings.ToLower(raw) {
+		case "on", "yes":
+			return true
+		case "off", "no":
+			return false
+		}
 		v, err := strconv.ParseBool(raw)
 		if err != nil {
-			fail(name, "want true or false, got %q", raw)
+			fail(name, "want on or off (true or false), got %q", raw)
 			return def
 		}
 		return v
@@ -100,10 +119,13 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	dev := c.Env != Production
 
-	c.Addr = get("ADDR", "")
-	if c.Addr == "" {
-		c.Addr = ":" + get("PORT", "8080")
+	// In development the server listens on loopback only: a laptop on a café network
+	// should not serve its sign-in forms to the room.
+	host := ""
+	if c.Env == Development {
+		host = "127.0.0.1"
 	}
+	c.Addr = get("ADDR", host+":"+get("PORT", "8080"))
 	c.PublicURL = strings.TrimRight(get("PUBLIC_URL", "http://localhost:8080"), "/")
 	c.DatabaseURL = get("DATABASE_URL", "sqlite:tollgate.db")
 	if !strings.HasPrefix(c.DatabaseURL, "sqlite:") && !strings.HasPrefix(c.DatabaseURL, "postgres://") &&
@@ -145,13 +167,7 @@ func Load(getenv func(string) string) (Config, error) {
 		fail("WEB_INGESTION", "want webhook or sync_engine, got %q", c.WebIngestion)
 	}
 	c.WebWebhookSecret = get("WEB_WEBHOOK_SECRET", "")
-	if c.WebWebhookSecret == "" && c.WebIngestion != IngestSyncEngine {
-		fail("WEB_WEBHOOK_SECRET", "is required unless WEB_INGESTION=sync_engine")
-	}
 	c.MobileWebhookSecret = get("MOBILE_WEBHOOK_SECRET", "")
-	if c.MobileWebhookSecret == "" {
-		fail("MOBILE_WEBHOOK_SECRET", "is required")
-	}
 	c.SyncEngineSchema = get("SYNC_ENGINE_SCHEMA", "stripe")
 	if !isIdentifier(c.SyncEngineSchema) {
 		fail("SYNC_ENGINE_SCHEMA", "want a plain SQL identifier, got %q", c.SyncEngineSchema)
@@ -190,6 +206,19 @@ func Load(getenv func(string) string) (Config, error) {
 		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
 	}
 
+	c.Forms = boolean("FORMS", true)
+	c.API = boolean("API", true)
+	c.AppName = get("APP_NAME", "tollgate")
+	c.BrandColor = get("BRAND_COLOR", "#4f46e5")
+	if !isHexColor(c.BrandColor) {
+		fail("BRAND_COLOR", "want a hex colour such as #4f46e5, got %q", c.BrandColor)
+	}
+	c.BrandLogoURL = get("BRAND_LOGO_URL", "")
+	if c.BrandLogoURL != "" && !isLogoURL(c.BrandLogoURL) {
+		fail("BRAND_LOGO_URL", "want an https:// or http:// URL or a path starting with /, got %q", c.BrandLogoURL)
+	}
+	c.TemplatesDir = get("TEMPLATES_DIR", "")
+
 	if err := c.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL", "info"))); err != nil {
 		fail("LOG_LEVEL", "want debug, info, warn or error")
 	}
@@ -202,6 +231,62 @@ func Load(getenv func(string) string) (Config, error) {
 		fail("LOG_FORMAT", "want text or json, got %q", c.LogFormat)
 	}
 	return c, errors.Join(errs...)
+}
+
+// ServeProblems is what stops "tollgate serve" from starting with this configuration,
+// every problem at once, and the warnings it starts with. The other commands need less:
+// "migrate" and "plans sync" run without the webhook secrets.
+func (c Config) ServeProblems() (warnings []string, _ error) {
+	var errs []error
+	fail := func(name, msg string) { errs = append(errs, fmt.Errorf("%s: %s", name, msg)) }
+	if c.WebWebhookSecret == "" && c.WebIngestion != IngestSyncEngine {
+		fail("WEB_WEBHOOK_SECRET", "is required unless WEB_INGESTION=sync_engine")
+	}
+	if c.MobileWebhookSecret == "" {
+		fail("MOBILE_WEBHOOK_SECRET", "is required")
+	}
+	if c.Env == Production {
+		if u, err := url.Parse(c.PublicURL); err != nil || u.Scheme != "https" || u.Host == "" {
+			fail("PUBLIC_URL", "want the https:// address users reach the service at in production")
+		} else if isLocalHost(u.Hostname()) {
+			fail("PUBLIC_URL", "points at this machine; want the public https:// address in production")
+		}
+		if c.AuthURL == "" && (c.Forms || c.API) {
+			fail("AUTH_URL", "is required in production for the forms and the API; set FORMS=off and API=off to run billing only")
+		}
+		if strings.HasPrefix(c.DatabaseURL, "sqlite:") {
+			warnings = append(warnings, "SQLite in production: one instance only, and back up the file (DATABASE_URL=postgres://… for more)")
+		}
+	}
+	return warnings, errors.Join(errs...)
+}
+
+func isLocalHost(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	addr, err := netip.ParseAddr(host)
+	return err == nil && (addr.IsLoopback() || addr.IsUnspecified())
+}
+
+func isHexColor(s string) bool {
+	if len(s) != 4 && len(s) != 7 || s[0] != '#' {
+		return false
+	}
+	for _, r := range s[1:] {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return false
+		}
+	}
+	return true
+}
+
+func isLogoURL(s string) bool {
+	if strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//") {
+		return true
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
 }
 
 // ParseSize reads a byte count such as 1048576, 512KiB, 1MiB or 2MB.

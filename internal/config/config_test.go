@@ -17,7 +17,10 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	checks := map[string][2]any{
 		"Env":             {c.Env, Development},
-		"Addr":            {c.Addr, ":8080"},
+		"Addr":            {c.Addr, "127.0.0.1:8080"},
+		"Forms":           {c.Forms, true},
+		"API":             {c.API, true},
+		"AppName":         {c.AppName, "tollgate"},
 		"DatabaseURL":     {c.DatabaseURL, "sqlite:tollgate.db"},
 		"AutoMigrate":     {c.AutoMigrate, true},
 		"BillingMount":    {c.BillingMount, "billing"},
@@ -54,12 +57,15 @@ func TestLoadReportsEveryErrorWithoutSecrets(t *testing.T) {
 		"BILLING_MOUNT":    "a/b",
 		"DB_TIMEOUT":       "soon",
 		"SHUTDOWN_TIMEOUT": "-1s",
+		"BRAND_COLOR":      "red;}body{display:none",
+		"BRAND_LOGO_URL":   "javascript:alert(1)",
+		"FORMS":            "maybe",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
 	msg := err.Error()
-	for _, name := range []string{"APP_ENV", "DATABASE_URL", "WEB_INGESTION", "WEBHOOK_MAX_BODY", "TRUSTED_PROXIES", "BILLING_MOUNT", "WEB_WEBHOOK_SECRET", "MOBILE_WEBHOOK_SECRET", "DB_TIMEOUT", "SHUTDOWN_TIMEOUT"} {
+	for _, name := range []string{"APP_ENV", "DATABASE_URL", "WEB_INGESTION", "WEBHOOK_MAX_BODY", "TRUSTED_PROXIES", "BILLING_MOUNT", "DB_TIMEOUT", "SHUTDOWN_TIMEOUT", "BRAND_COLOR", "BRAND_LOGO_URL", "FORMS"} {
 		if !strings.Contains(msg, name) {
 			t.Errorf("error does not name %s:\n%s", name, msg)
 		}
@@ -69,14 +75,58 @@ func TestLoadReportsEveryErrorWithoutSecrets(t *testing.T) {
 	}
 }
 
-func TestSecretsBySyncEngineMode(t *testing.T) {
-	_, err := Load(env(map[string]string{"WEB_INGESTION": "sync_engine", "MOBILE_WEBHOOK_SECRET": "m"}))
-	if err != nil {
-		t.Fatalf("sync_engine without a web secret: %v", err)
+func TestServeProblems(t *testing.T) {
+	secrets := map[string]string{"WEB_WEBHOOK_SECRET": "w", "MOBILE_WEBHOOK_SECRET": "m"}
+	with := func(extra map[string]string) map[string]string {
+		m := map[string]string{}
+		for k, v := range secrets {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
 	}
-	_, err = Load(env(map[string]string{"WEB_INGESTION": "sync_engine", "WEB_WEBHOOK_SECRET": "w"}))
-	if err == nil || !strings.Contains(err.Error(), "MOBILE_WEBHOOK_SECRET") {
-		t.Fatalf("missing mobile secret: %v", err)
+	production := map[string]string{"APP_ENV": "production", "PUBLIC_URL": "https://app.example.com", "AUTH_URL": "https://x.supabase.co/auth/v1",
+		"DATABASE_URL": "postgres://db/tollgate"}
+	tests := []struct {
+		name     string
+		env      map[string]string
+		errs     []string // every one must be named, all at once
+		warnings int
+	}{
+		{"development needs no identity service", secrets, nil, 0},
+		{"no secrets", map[string]string{}, []string{"WEB_WEBHOOK_SECRET", "MOBILE_WEBHOOK_SECRET"}, 0},
+		{"sync_engine needs no web secret", map[string]string{"WEB_INGESTION": "sync_engine", "MOBILE_WEBHOOK_SECRET": "m"}, nil, 0},
+		{"production as it should be", with(production), nil, 0},
+		{"production, all wrong at once", with(map[string]string{"APP_ENV": "production", "PUBLIC_URL": "http://localhost:8080"}),
+			[]string{"PUBLIC_URL", "AUTH_URL"}, 1},
+		{"production on localhost over https", with(map[string]string{"APP_ENV": "production", "PUBLIC_URL": "https://127.0.0.1", "AUTH_URL": "https://a"}),
+			[]string{"PUBLIC_URL: points at this machine"}, 1},
+		{"production, billing only", with(map[string]string{"APP_ENV": "production", "PUBLIC_URL": "https://billing.example.com", "FORMS": "off", "API": "off",
+			"DATABASE_URL": "postgres://db/x"}), nil, 0},
+		{"production, forms off but the API on", with(map[string]string{"APP_ENV": "production", "PUBLIC_URL": "https://billing.example.com", "FORMS": "off",
+			"DATABASE_URL": "postgres://db/x"}), []string{"AUTH_URL"}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(env(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			warnings, err := c.ServeProblems()
+			if len(tc.errs) == 0 && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			for _, want := range tc.errs {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v does not name %s", err, want)
+				}
+			}
+			if len(warnings) != tc.warnings {
+				t.Errorf("warnings %q, want %d", warnings, tc.warnings)
+			}
+		})
 	}
 }
 

@@ -148,3 +148,16 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	return tx.Commit()
 }
+
+// Describe names a DATABASE_URL for logs: the engine and the file, or the host, port and
+// database, never the user or password.
+func Describe(databaseURL string) string {
+	if path, ok := strings.CutPrefix(databaseURL, "sqlite:"); ok {
+		return "sqlite " + path
+	}
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		return "postgres"
+	}
+	return "postgres " + u.Host + u.Path
+}

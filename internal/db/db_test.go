@@ -51,3 +51,15 @@ func TestEngines(t *testing.T) {
 		}
 	})
 }
+
+func TestDescribeDatabaseHidesCredentials(t *testing.T) {
+	for url, want := range map[string]string{
+		"sqlite:tollgate.db": "sqlite tollgate.db",
+		"postgres://tollgate:hunter2@db.internal:5432/billing?sslmode=require": "postgres db.internal:5432/billing",
+		"postgresql://db.internal/billing":                                     "postgres db.internal/billing",
+	} {
+		if got := db.Describe(url); got != want {
+			t.Errorf("Describe(%q) = %q, want %q", url, got, want)
+		}
+	}
+}

@@ -1,0 +1,44 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+)
+
+func cmdEventsReplay(fs *flag.FlagSet) command {
+	var filter billing.ReplayFilter
+	var since string
+	fs.StringVar(&filter.Provider, "provider", "", "only events of this provider: web or mobile")
+	fs.StringVar(&since, "since", "", "only events first received at or after this RFC 3339 time")
+	fs.StringVar(&filter.EventID, "id", "", "only the event with this provider event id")
+	fs.BoolVar(&filter.Unprocessed, "unprocessed", false, "only events not processed yet or stored with a processing error")
+	return command{
+		help: "Re-runs stored provider_events through the processors. Replaying is idempotent.",
+		run: func(ctx context.Context, e env) error {
+			if filter.Provider != "" && filter.Provider != billing.ProviderWeb && filter.Provider != billing.ProviderMobile {
+				return fmt.Errorf("--provider: want web or mobile, got %q", filter.Provider)
+			}
+			if since != "" {
+				t, err := time.Parse(time.RFC3339, since)
+				if err != nil {
+					return fmt.Errorf("--since: want an RFC 3339 time such as 2026-11-01T00:00:00Z")
+				}
+				filter.Since = t
+			}
+			d, err := openDB(ctx, e, e.cfg.AutoMigrate)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			n, err := newBilling(d, e, nil).Replay(ctx, filter, func(provider, eventID, outcome string) {
+				fmt.Fprintf(e.stdout, "%s %s: %s\n", provider, eventID, outcome)
+			})
+			fmt.Fprintf(e.stdout, "replayed %d event(s)\n", n)
+			return err
+		},
+	}
+}

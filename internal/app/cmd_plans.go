@@ -1,0 +1,37 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/tollgate/tollgate/internal/billing"
+)
+
+func cmdPlansSync(*flag.FlagSet) command {
+	return command{
+		help: "Reconciles the plans file (PLANS_FILE) into the database and prints each change.\nRunning it twice changes nothing the second time.",
+		run: func(ctx context.Context, e env) error {
+			plans, err := billing.LoadPlans(e.cfg.PlansFile)
+			if err != nil {
+				return err
+			}
+			d, err := openDB(ctx, e, e.cfg.AutoMigrate)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			changes, err := newBilling(d, e, nil).SyncPlans(ctx, plans)
+			if err != nil {
+				return fmt.Errorf("plans sync: %w", err)
+			}
+			for _, c := range changes {
+				fmt.Fprintln(e.stdout, c)
+			}
+			if len(changes) == 0 {
+				fmt.Fprintln(e.stdout, "plans are up to date")
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,98 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+)
+
+func cmdUsersShow(fs *flag.FlagSet) command {
+	var asJSON bool
+	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return command{
+		args: "USER_ID",
+		help: "Shows what tollgate knows of a user's billing: billing customers, each provider subscription\n(status, period end, plan, last event), the effective plan and entitlements with this period's\nusage (the answer /api/v1/me gives), and the last 10 provider events naming the user.",
+		run: func(ctx context.Context, e env) error {
+			return withUser(ctx, e, func(userID string, b *billing.Service) error {
+				report, err := b.Inspect(ctx, userID)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					enc := json.NewEncoder(e.stdout)
+					enc.SetIndent("", "  ")
+					return enc.Encode(report)
+				}
+				printReport(e.stdout, report)
+				return nil
+			})
+		},
+	}
+}
+
+// printReport writes a user report for people.
+func printReport(w io.Writer, r billing.UserReport) {
+	orNone := func(s *string) string {
+		if s == nil {
+			return "-"
+		}
+		return *s
+	}
+	date := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.Format(time.RFC3339)
+	}
+	fmt.Fprintf(w, "user %s\n\ncustomers:\n", r.UserID)
+	if len(r.Customers) == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	for _, c := range r.Customers {
+		fmt.Fprintf(w, "  #%d  web customer %s  since %s\n", c.ID, orNone(c.WebCustomerID), c.CreatedAt.Format(time.RFC3339))
+	}
+	fmt.Fprintln(w, "\nsubscriptions:")
+	if len(r.Subscriptions) == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	for _, s := range r.Subscriptions {
+		fmt.Fprintf(w, "  %-6s %s  %s until %s  plan %s  last %s at %s\n", s.Provider, s.ID, s.Status, date(s.CurrentPeriodEnd),
+			s.Plan, orNone(s.LastEventType), date(s.LastEventAt))
+	}
+	b := r.Billing
+	plan := "none"
+	if b.Plan != nil {
+		plan = b.Plan.Key
+	}
+	fmt.Fprintf(w, "\nbilling: plan %s, subscribed %t, status %s, provider %s, period end %s\nentitlements:\n",
+		plan, b.Subscribed, orNone(b.Status), orNone(b.Provider), date(b.CurrentPeriodEnd))
+	names := slices.Sorted(maps.Keys(b.Entitlements))
+	if len(names) == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	for _, name := range names {
+		fmt.Fprintf(w, "  %s: %v", name, b.Entitlements[name])
+		if u, ok := b.Usage[name]; ok {
+			fmt.Fprintf(w, "  (used %d of %d until %s)", u.Used, u.Limit, u.PeriodEnd.Format(time.RFC3339))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "\nrecent events:")
+	if len(r.RecentEvents) == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	for _, ev := range r.RecentEvents {
+		state := "processed " + date(ev.ProcessedAt)
+		if ev.ProcessingError != nil {
+			state += ": " + *ev.ProcessingError
+		}
+		fmt.Fprintf(w, "  %s  %-6s %s  %s  %s\n", ev.ReceivedAt.Format(time.RFC3339), ev.Provider, ev.ID, ev.Type, state)
+	}
+}
