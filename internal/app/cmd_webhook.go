@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,12 +17,17 @@ import (
 
 func cmdWebhookSend(fs *flag.FlagSet) command {
 	var provider, file, url, header string
+	var now bool
 	fs.StringVar(&provider, "provider", "", "web or mobile (required)")
 	fs.StringVar(&header, "header", "web", "web signature header: web (Web-Signature) or stripe (Stripe-Signature, as Stripe sends it)")
 	fs.StringVar(&file, "file", "", "path of the JSON event to send (required)")
 	fs.StringVar(&url, "url", "", "endpoint to POST to (default: PUBLIC_URL/BILLING_MOUNT/webhooks/PROVIDER)")
+	fs.BoolVar(&now, "now", false, "move the event's times so that it happens now (its period starts now), under a new event id")
 	return command{
-		help: "Signs (web) or authorises (mobile) a JSON event with the configured secret and POSTs it,\nas the providers' \"send test event\" buttons do. Exits non-zero unless the server answers 2xx.",
+		help: "Signs (web) or authorises (mobile) a JSON event with the configured secret and POSTs it,\n" +
+			"as the providers' \"send test event\" buttons do, then says what became of it: applied (with\n" +
+			"the user's plan and status), duplicate, stale, ignored, unresolved or stored with an error.\n" +
+			"Exits non-zero unless the server answers 2xx.",
 		run: func(ctx context.Context, e env) error {
 			if provider != billing.ProviderWeb && provider != billing.ProviderMobile {
 				return errors.New("--provider: want web or mobile")
@@ -36,6 +42,14 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 			body, err := os.ReadFile(file)
 			if err != nil {
 				return err
+			}
+			if shape := billing.ShapeOf(body); shape != "" && shape != provider {
+				return fmt.Errorf("%s holds a %s event (%s), not a %s one: send it with --provider %s", file, shape, providerBrand[shape], provider, shape)
+			}
+			if now {
+				if body, err = billing.MoveToNow(provider, body, time.Now()); err != nil {
+					return fmt.Errorf("--now: %w", err)
+				}
 			}
 			if url == "" {
 				url = e.cfg.PublicURL + "/" + e.cfg.BillingMount + "/webhooks/" + provider
@@ -67,7 +81,62 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 			if resp.StatusCode/100 != 2 {
 				return fmt.Errorf("the server answered %s", resp.Status)
 			}
-			return nil
+			return describeOutcome(ctx, e, resp.Header)
 		},
 	}
+}
+
+var providerBrand = map[string]string{billing.ProviderWeb: "Stripe-shaped", billing.ProviderMobile: "Adapty-shaped"}
+
+// outcomeMeaning says in words what each webhook outcome means for the sender.
+var outcomeMeaning = map[string]string{
+	"applied":     "applied",
+	"duplicate":   "duplicate: this event, or a newer state, was already applied; nothing changed",
+	"stale":       "older than the stored state: kept the newer state; nothing changed",
+	"ignored":     "ignored: tollgate does not act on this event type (stored, answered 200)",
+	"unresolved":  "unresolved: stored, but it names no known user, price or product, so nothing changed. Map the price in the plans file (then plans sync) or link the customer, and run \"tollgate events replay --unprocessed\"",
+	"invalid":     "stored with an error: it can never be processed as it is",
+	"setup_check": "the provider's set-up check: answered, nothing stored",
+}
+
+// describeOutcome prints what the server did with the event, from its answer's headers,
+// and for an applied event the user's resulting plan and status. That is read from this
+// configuration's database, which is the server's when --url was not given.
+func describeOutcome(ctx context.Context, e env, h http.Header) error {
+	outcome := h.Get(billing.HeaderOutcome)
+	if outcome == "" {
+		return nil // not a tollgate server, or an older one
+	}
+	line := "outcome: " + cmp.Or(outcomeMeaning[outcome], outcome)
+	if reason := h.Get(billing.HeaderReason); reason != "" {
+		line += " (" + reason + ")"
+	}
+	fmt.Fprintln(e.stdout, line)
+	userID := h.Get(billing.HeaderUserID)
+	if outcome != "applied" || userID == "" {
+		return nil
+	}
+	d, err := openDB(ctx, e, false)
+	if err != nil {
+		fmt.Fprintf(e.stdout, "user %s (the database is not readable here: %v)\n", userID, err)
+		return nil
+	}
+	defer d.Close()
+	view, err := newBilling(d, e, nil).View(ctx, userID)
+	if err != nil {
+		return err
+	}
+	plan, status := "no plan", "not subscribed"
+	if view.Plan != nil {
+		plan = "plan " + view.Plan.Key
+	}
+	if view.Status != nil {
+		status = *view.Status
+	}
+	fmt.Fprintf(e.stdout, "user %s: %s, %s", userID, plan, status)
+	if view.CurrentPeriodEnd != nil {
+		fmt.Fprintf(e.stdout, " until %s", view.CurrentPeriodEnd.Format(time.RFC3339))
+	}
+	fmt.Fprintln(e.stdout)
+	return nil
 }

@@ -119,7 +119,8 @@ func (h *harness) sendMobile(body []byte) *httptest.ResponseRecorder {
 }
 
 // mustSend delivers body and fails the test unless it is answered 200 {"received":true}.
-func (h *harness) mustSend(provider string, body []byte) {
+// It returns the answer's headers, which say what became of the event.
+func (h *harness) mustSend(provider string, body []byte) http.Header {
 	h.t.Helper()
 	var rec *httptest.ResponseRecorder
 	if provider == ProviderWeb {
@@ -130,6 +131,7 @@ func (h *harness) mustSend(provider string, body []byte) {
 	if rec.Code != http.StatusOK || strings.TrimSpace(rec.Body.String()) != `{"received":true}` {
 		h.t.Fatalf("%s delivery: %d %s", provider, rec.Code, rec.Body)
 	}
+	return rec.Header()
 }
 
 func (h *harness) countEvents() int {

@@ -55,6 +55,17 @@ var mobileRank = map[string]int{
 type txn struct {
 	*dbq.Queries
 	changed []string
+	user    string // the user the event resolved to, if it did
+}
+
+// Processed is what became of an event: its outcome (applied, duplicate, stale, ignored,
+// unresolved, invalid), the user it resolved to, and for unresolved and invalid events
+// the reason stored with it.
+type Processed struct {
+	Outcome string
+	UserID  string
+	Reason  string
+	changed []string
 }
 
 // processEvent runs the provider's processor over a stored event and marks it processed.
@@ -62,9 +73,9 @@ type txn struct {
 // or that can never be processed, leaves every canonical row exactly as it was, and its
 // reason is stored on the event so that `events replay --unprocessed` finds it again. Any
 // other error is returned so the transaction rolls back and the provider retries.
-func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider, eventID string, body []byte) (string, []string, error) {
+func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider, eventID string, body []byte) (Processed, error) {
 	if _, err := tx.ExecContext(ctx, "savepoint process_event"); err != nil {
-		return "", nil, err
+		return Processed{}, err
 	}
 	q := &txn{Queries: dbq.New(tx)}
 	var outcome string
@@ -88,18 +99,18 @@ func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider,
 		processingError = sql.NullString{String: perm.msg, Valid: true}
 		s.log.WarnContext(ctx, "webhook event cannot be processed", "provider", provider, "event_id", eventID, "error", perm.msg)
 	case err != nil:
-		return "", nil, err
+		return Processed{}, err
 	}
 	if processingError.Valid {
 		if _, err := tx.ExecContext(ctx, "rollback to savepoint process_event"); err != nil {
-			return "", nil, err
+			return Processed{}, err
 		}
-		q.changed = nil
+		q.changed, q.user = nil, ""
 	}
 	if err := q.MarkEventProcessed(ctx, dbq.MarkEventProcessedParams{ID: rowID, ProcessedAt: sql.NullTime{Time: s.now(), Valid: true}, ProcessingError: processingError}); err != nil {
-		return "", nil, err
+		return Processed{}, err
 	}
-	return outcome, q.changed, nil
+	return Processed{Outcome: outcome, UserID: q.user, Reason: processingError.String, changed: q.changed}, nil
 }
 
 // webSnapshot is what provider_subscriptions.state holds for a web subscription: the
@@ -299,6 +310,7 @@ func (s *Service) materialiseWeb(ctx context.Context, q *txn, ps providerSubscri
 // upsertSubscription writes a canonical row and remembers its user when it changed.
 func (q *txn) upsertSubscription(ctx context.Context, userID string, arg dbq.UpsertSubscriptionParams) error {
 	n, err := q.UpsertSubscription(ctx, arg)
+	q.user = userID
 	if err == nil && n > 0 {
 		q.changed = append(q.changed, userID)
 	}

@@ -345,7 +345,10 @@ func TestUnresolvedEventsChangeNothingUntilReplayed(t *testing.T) {
 
 		before := h.dumpTables("billing_customers", "provider_subscriptions", "subscriptions")
 		for _, ev := range unresolvedEvents {
-			h.mustSend(ev.provider, ev.body)
+			answer := h.mustSend(ev.provider, ev.body)
+			if answer.Get(HeaderOutcome) != outcomeUnresolved || !strings.Contains(answer.Get(HeaderReason), ev.loggedID) || answer.Get(HeaderUserID) != "" {
+				t.Errorf("unresolved %s answered with outcome %q, reason %q, user %q", ev.loggedID, answer.Get(HeaderOutcome), answer.Get(HeaderReason), answer.Get(HeaderUserID))
+			}
 		}
 		if after := h.dumpTables("billing_customers", "provider_subscriptions", "subscriptions"); after != before {
 			t.Fatalf("unresolved events changed canonical rows:\nbefore:\n%s\nafter:\n%s", before, after)

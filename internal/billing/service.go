@@ -73,9 +73,8 @@ func New(d *db.DB, log *slog.Logger, opts Options) *Service {
 
 // Ingest stores one verified event and runs its processor in a single transaction, so an
 // event is either recorded and processed or, on any database failure, not there at all.
-func (s *Service) Ingest(ctx context.Context, provider, eventID, eventType string, body []byte) (string, error) {
-	var outcome string
-	var changed []string
+func (s *Service) Ingest(ctx context.Context, provider, eventID, eventType string, body []byte) (Processed, error) {
+	var done Processed
 	err := s.request(ctx, func(ctx context.Context) error {
 		return s.db.InTx(ctx, func(tx *sql.Tx) error {
 			rowID, err := dbq.New(tx).UpsertProviderEvent(ctx, dbq.UpsertProviderEventParams{
@@ -84,14 +83,14 @@ func (s *Service) Ingest(ctx context.Context, provider, eventID, eventType strin
 			if err != nil {
 				return err
 			}
-			outcome, changed, err = s.processEvent(ctx, tx, rowID, provider, eventID, body)
+			done, err = s.processEvent(ctx, tx, rowID, provider, eventID, body)
 			return err
 		})
 	})
 	if err == nil {
-		s.billingChanged(ctx, changed)
+		s.billingChanged(ctx, done.changed)
 	}
-	return outcome, err
+	return done, err
 }
 
 // OnBillingChange registers fn, called after a transaction that changed a user's canonical
@@ -155,21 +154,20 @@ func (s *Service) Replay(ctx context.Context, f ReplayFilter, report func(provid
 		return 0, err
 	}
 	for i, r := range rows {
-		var outcome string
-		var changed []string
+		var done Processed
 		err := s.db.InTx(ctx, func(tx *sql.Tx) error {
 			ev, err := dbq.New(tx).GetProviderEvent(ctx, dbq.GetProviderEventParams{Provider: r.Provider, ProviderEventID: r.ProviderEventID})
 			if err != nil {
 				return err
 			}
-			outcome, changed, err = s.processEvent(ctx, tx, ev.ID, ev.Provider, ev.ProviderEventID, ev.Payload)
+			done, err = s.processEvent(ctx, tx, ev.ID, ev.Provider, ev.ProviderEventID, ev.Payload)
 			return err
 		})
 		if err != nil {
 			return i, fmt.Errorf("replay %s %s: %w", r.Provider, r.ProviderEventID, err)
 		}
-		s.billingChanged(ctx, changed)
-		report(r.Provider, r.ProviderEventID, outcome)
+		s.billingChanged(ctx, done.changed)
+		report(r.Provider, r.ProviderEventID, done.Outcome)
 	}
 	return len(rows), nil
 }

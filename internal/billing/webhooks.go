@@ -24,6 +24,13 @@ func (e *webhookError) Error() string { return e.outcome }
 
 var errBodyTooLarge = errors.New("body too large")
 
+// Headers of a webhook's 200 answer saying what became of the event (docs/billing.md).
+const (
+	HeaderOutcome = "Tollgate-Outcome"
+	HeaderUserID  = "Tollgate-User-Id"
+	HeaderReason  = "Tollgate-Reason"
+)
+
 func (s *Service) webWebhook(w http.ResponseWriter, r *http.Request) {
 	s.serveWebhook(w, r, ProviderWeb, func(body []byte) error {
 		header, err := singleHeader(r.Header, HeaderWebSignature, HeaderStripeSignature)
@@ -80,15 +87,24 @@ func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request, provider 
 			outcome: "bad_event_id", detail: err.Error() + ".", cause: err})
 		return
 	}
-	outcome, err := s.Ingest(r.Context(), provider, env.ID, env.Type, body)
+	done, err := s.Ingest(r.Context(), provider, env.ID, env.Type, body)
 	if err != nil {
 		s.refuse(w, r, provider, len(body), &webhookError{status: http.StatusServiceUnavailable, kind: "unavailable",
 			outcome: "unavailable", detail: "The event could not be stored; retry later.", cause: err})
 		return
 	}
-	s.outcomes.WithLabelValues(provider, outcome).Inc()
+	s.outcomes.WithLabelValues(provider, done.Outcome).Inc()
 	s.log.InfoContext(r.Context(), "webhook received", "provider", provider, "event_id", env.ID, "event_type", env.Type,
-		"bytes", len(body), "outcome", outcome, "duration", time.Since(start))
+		"bytes", len(body), "outcome", done.Outcome, "duration", time.Since(start))
+	// The outcome goes back in headers for "tollgate webhook send" and anyone debugging
+	// a delivery; the body stays the {"received":true} the providers expect.
+	w.Header().Set(HeaderOutcome, done.Outcome)
+	if done.UserID != "" {
+		w.Header().Set(HeaderUserID, done.UserID)
+	}
+	if done.Reason != "" {
+		w.Header().Set(HeaderReason, done.Reason)
+	}
 	writeReceived(w)
 }
 
@@ -96,6 +112,7 @@ func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request, provider 
 // event_type), echoing its check value as the provider expects, and records nothing.
 func (s *Service) mobileSetupCheck(w http.ResponseWriter, top map[string]json.RawMessage) {
 	s.outcomes.WithLabelValues(ProviderMobile, "setup_check").Inc()
+	w.Header().Set(HeaderOutcome, "setup_check")
 	resp := map[string]any{"received": true}
 	if check, ok := top["adapty_check"]; ok {
 		resp["adapty_check_response"] = check
