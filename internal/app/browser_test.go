@@ -212,3 +212,67 @@ func TestBrowserJourneys(t *testing.T) {
 		}
 	})
 }
+
+// TestBrowserBrandedForms shows the forms under a team's brand: its name, colour, logo and
+// a template of its own from TEMPLATES_DIR. The screenshots are the docs' examples.
+func TestBrowserBrandedForms(t *testing.T) {
+	ctx := browser(t)
+	fake := identitytest.New(t)
+	fake.Autoconfirm = true
+	brand := t.TempDir()
+	os.WriteFile(filepath.Join(brand, "logo.svg"), []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="160" height="32" viewBox="0 0 160 32">`+
+		`<rect width="32" height="32" rx="8" fill="#d9480f"/><text x="42" y="23" font-family="sans-serif" font-size="20" font-weight="700" fill="#1c2430">Acme Cloud</text></svg>`), 0o644)
+	os.WriteFile(filepath.Join(brand, "otp_new.html"), []byte(`{{define "content"}}{{template "notice" .}}
+<p class="hint">Acme sends you a 6-digit code. Questions? support@acme.test</p>
+<form method="post" action="/otp"><label for="email">Work email</label>
+<input type="email" id="email" name="email" value="{{.Email}}" autofocus><button type="submit">Email me a code</button></form>{{end}}`), 0o644)
+	env := testEnv(t, map[string]string{
+		"APP_ENV": "development", "AUTH_URL": fake.URL,
+		"APP_NAME": "Acme Cloud", "BRAND_COLOR": "#d9480f", "BRAND_LOGO_URL": "/static/logo.svg", "TEMPLATES_DIR": brand,
+	})
+	startServe(t, env)
+	base := env["PUBLIC_URL"]
+	do := func(step string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if err := chromedp.Do(stepCtx, steps...); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	eval := func(js string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		return v
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+
+	do("sign-in", chromedp.Navigate(base+"/session/new"), chromedp.WaitVisible(chromedp.CSS("#email")), screenshot("branded-sign-in"))
+	if title := eval(`document.title`); title != "Sign in · Acme Cloud" {
+		t.Errorf("title %q", title)
+	}
+	if button := eval(`getComputedStyle(document.querySelector("button[type=submit]")).backgroundColor`); button != "rgb(217, 72, 15)" {
+		t.Errorf("the submit button is %s, not the brand colour", button)
+	}
+	if width := eval(`String(document.querySelector("img.logo").naturalWidth)`); width != "160" {
+		t.Errorf("the logo did not load (natural width %s)", width)
+	}
+
+	do("own template", chromedp.Navigate(base+"/otp/new"), chromedp.WaitVisible(chromedp.CSS("#email")), screenshot("branded-otp"))
+	if hint := eval(`document.querySelector("p.hint").textContent`); !strings.Contains(hint, "support@acme.test") {
+		t.Errorf("TEMPLATES_DIR's otp_new.html not used: %q", hint)
+	}
+
+	long := "a.very.long.name.that.goes.on.and.on.for.a.while@subsidiary-of-a-company-with-a-long-domain.example.test"
+	do("sign-up with a long email", chromedp.Navigate(base+"/registration/new"), chromedp.WaitVisible(chromedp.CSS("#email")),
+		chromedp.SendKeys(chromedp.CSS("#email"), long), chromedp.SendKeys(chromedp.CSS("#password"), "a-good-password"),
+		chromedp.Submit(chromedp.CSS("#password")), chromedp.WaitVisible(chromedp.CSS("dl.account")), screenshot("branded-account-long-email"))
+	if fits := eval(`(() => { const c = document.querySelector("main.card"); return String(c.scrollWidth <= c.clientWidth) })()`); fits != "true" {
+		t.Error("the long email overflows the card")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tollgate/tollgate/internal/problem"
+	"github.com/tollgate/tollgate/internal/web"
 )
 
 type requestIDKey struct{}
@@ -119,27 +120,32 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 }
 
 // withAccessLog logs and counts every request by its route pattern (never the raw path,
-// which may carry tokens, and which would make metrics unbounded).
+// which may carry tokens, and which would make metrics unbounded). Form pages also log
+// their path without the query string.
 func (s *Server) withAccessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
+		ctx, form := web.WithRoute(r.Context())
+		r = r.WithContext(ctx)
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		// The forms and the API route again inside their own muxes; here their mount
-		// patterns name them, which keeps the label set small and bounded.
+		// The API routes again inside huma; its mount pattern names it. The forms tell
+		// the route they matched, one of a fixed set, so the label set stays bounded.
 		route := r.Pattern
-		switch route {
-		case "":
+		attrs := []any{"method", r.Method}
+		switch {
+		case route == "":
 			route = "unmatched"
-		case "/":
-			route = "web (forms)"
+		case route == "/" && form.Pattern != "":
+			route = form.Pattern
+			attrs = append(attrs, "path", form.Path)
 		}
 		elapsed := time.Since(start)
 		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
 		s.metrics.duration.WithLabelValues(route).Observe(elapsed.Seconds())
-		s.env.log.InfoContext(r.Context(), "request", "method", r.Method, "route", route, "status", rec.status, "duration", elapsed)
+		s.env.log.InfoContext(r.Context(), "request", append(attrs, "route", route, "status", rec.status, "duration", elapsed)...)
 	})
 }

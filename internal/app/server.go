@@ -72,7 +72,8 @@ func NewServer(e env, d *db.DB) (*Server, error) {
 	s.web, err = web.New(web.Options{
 		DB: d, Identity: identity.New(e.cfg.AuthURL, e.cfg.AuthAPIKey, nil), Billing: s.billing, Throttles: throttles,
 		PublicURL: e.cfg.PublicURL, OAuthProviders: e.cfg.OAuthProviders, SecureCookies: e.cfg.Env != config.Development,
-		Log: e.log,
+		Brand: web.Brand{AppName: e.cfg.AppName, Color: e.cfg.BrandColor, LogoURL: e.cfg.BrandLogoURL, TemplatesDir: e.cfg.TemplatesDir},
+		Log:   e.log,
 	})
 	if err != nil {
 		return nil, err

@@ -37,6 +37,7 @@ type harnessOpts struct {
 	secure   bool
 	oauth    []string
 	perEmail ratelimit.Limit
+	brand    Brand
 }
 
 // newHarness serves the forms' real handler tree over the fake identity service, with a
@@ -57,7 +58,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	h.web, err = New(Options{
 		DB: h.db, Identity: identity.New(h.fake.URL, "", &http.Client{Timeout: 2 * 1e9}), Throttles: throttles,
 		PublicURL: h.srv.URL, OAuthProviders: o.oauth, SecureCookies: o.secure,
-		PerIP: ratelimit.Limit{Name: "forms/ip", Requests: 10_000, Window: 60 * 1e9}, PerEmail: o.perEmail,
+		PerIP: ratelimit.Limit{Name: "forms/ip", Requests: 10_000, Window: 60 * 1e9}, PerEmail: o.perEmail, Brand: o.brand,
 		Log: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {

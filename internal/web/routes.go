@@ -29,10 +29,12 @@ func (w *Web) Handler() http.Handler {
 	mux.HandleFunc("GET /oauth/{provider}/authorize", w.oauthAuthorize)
 	mux.HandleFunc("GET /oauth/callback", w.oauthCallback)
 
-	mux.Handle("GET /static/", staticFiles())
+	mux.HandleFunc("GET /static/brand.css", w.opts.Brand.serveCSS)
+	mux.HandleFunc("GET /favicon.ico", w.opts.Brand.serveFavicon)
+	mux.Handle("GET /static/", w.staticFiles())
 	mux.HandleFunc("/", w.notFound)
 
-	var h http.Handler = mux
+	var h http.Handler = recordRoute(mux)
 	h = postsOnly(w.opts.Throttles.By(w.opts.PerEmail, emailKey, w.tooManyRequests))(h)
 	h = postsOnly(w.opts.Throttles.By(w.opts.PerIP, w.opts.Throttles.IPKey, w.tooManyRequests))(h)
 	h = w.sessions.LoadAndSave(h)
@@ -40,5 +42,5 @@ func (w *Web) Handler() http.Handler {
 	csrf := http.NewCrossOriginProtection()
 	csrf.SetDenyHandler(http.HandlerFunc(w.forbidden))
 	h = csrf.Handler(h)
-	return securityHeaders(h)
+	return securityHeaders(w.opts.Brand.imageSource(), h)
 }

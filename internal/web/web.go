@@ -43,6 +43,7 @@ type Options struct {
 	SecureCookies bool
 	// PerIP and PerEmail bound form submissions; zero values take the defaults.
 	PerIP, PerEmail ratelimit.Limit
+	Brand           Brand
 	Log             *slog.Logger
 }
 
@@ -52,6 +53,7 @@ type Web struct {
 	sessions  *scs.SessionManager
 	refresher *refresher
 	pages     map[string]*template.Template
+	static    fs.FS
 }
 
 // Form throttles: generous for people, tight for scripts (DESIGN §5).
@@ -68,17 +70,27 @@ func New(opts Options) (*Web, error) {
 	if opts.PerEmail.Requests == 0 {
 		opts.PerEmail = defaultPerEmail
 	}
+	opts.Brand = opts.Brand.withDefaults()
+	templates, err := opts.Brand.filesOf(templateFS, "templates")
+	if err != nil {
+		return nil, err
+	}
+	static, err := opts.Brand.filesOf(staticFS, "static")
+	if err != nil {
+		return nil, err
+	}
 	w := &Web{
 		opts:      opts,
 		sessions:  newSessionManager(opts.DB, opts.SecureCookies),
 		refresher: &refresher{client: opts.Identity, calls: map[string]*refreshCall{}},
 		pages:     map[string]*template.Template{},
+		static:    static,
 	}
 	w.sessions.ErrorFunc = w.sessionFailed
 	for _, page := range []string{"session_new", "registration_new", "passwords_new", "passwords_edit", "otp_new", "otp_verify", "account", "message"} {
-		t, err := template.ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
+		t, err := template.ParseFS(templates, "layout.html", page+".html")
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("templates: %w", err)
 		}
 		w.pages[page] = t
 	}
@@ -87,6 +99,7 @@ func New(opts Options) (*Web, error) {
 
 // page is what every template gets.
 type page struct {
+	Brand          Brand
 	Title          string
 	Alert, Notice  string
 	Email, Phone   string
@@ -141,6 +154,7 @@ func (w *Web) render(rw http.ResponseWriter, r *http.Request, status int, name s
 
 // write renders without touching the session, for refusals made before it is loaded.
 func (w *Web) write(rw http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	p.Brand = w.opts.Brand
 	var buf bytes.Buffer
 	if err := w.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
 		w.opts.Log.ErrorContext(r.Context(), "render failed", "page", name, "error", err)
@@ -177,12 +191,14 @@ func (w *Web) oauthLinks() []oauthLink {
 
 // securityHeaders go on every HTML response (DESIGN §5). Referrer-Policy no-referrer is
 // set everywhere because several pages are reached with codes in their URL.
-func securityHeaders(next http.Handler) http.Handler {
+// A logo on another host (BRAND_LOGO_URL) adds its origin to img-src.
+func securityHeaders(imageSource string, next http.Handler) http.Handler {
+	policy := "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:" + strings.TrimRight(" "+imageSource, " ") + "; " +
+		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Cache-Control", "no-store")
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-			"form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
+		h.Set("Content-Security-Policy", policy)
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Content-Type-Options", "nosniff")
@@ -250,9 +266,8 @@ func (w *Web) notFound(rw http.ResponseWriter, r *http.Request) {
 }
 
 // staticFiles serves the stylesheet and script embedded in the binary.
-func staticFiles() http.Handler {
-	sub, _ := fs.Sub(staticFS, "static")
-	return http.StripPrefix("/static/", http.FileServerFS(sub))
+func (w *Web) staticFiles() http.Handler {
+	return http.StripPrefix("/static/", http.FileServerFS(w.static))
 }
 
 // LookupUser is SPEC 1.4's user lookup: with an explicit token, that token's user; else the
