@@ -209,7 +209,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.Forms = boolean("FORMS", true)
 	c.API = boolean("API", true)
 	c.AppName = get("APP_NAME", "tollgate")
-	c.BrandColor = get("BRAND_COLOR", "#4f46e5")
+	c.BrandColor = get("BRAND_COLOR", "#2f5bea")
 	if !isHexColor(c.BrandColor) {
 		fail("BRAND_COLOR", "want a hex colour such as #4f46e5, got %q", c.BrandColor)
 	}
