@@ -157,7 +157,11 @@ func (s *Service) entitlements(ctx context.Context, userID string) (Entitlements
 			return e, err
 		}
 		for _, v := range values {
-			e.Effective[v.Name] = combine(e.Effective[v.Name], decodeEntitlementValue(v.Value))
+			value := decodeEntitlementValue(v.Value)
+			if v.LimitValue.Valid {
+				value = v.LimitValue.Int64 // SPEC 2.5: a metered entitlement's limit is its usage_limits row
+			}
+			e.Effective[v.Name] = combine(e.Effective[v.Name], value)
 		}
 	}
 	return e, nil

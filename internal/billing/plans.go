@@ -222,6 +222,29 @@ func entitlementValue(n yaml.Node) (any, error) {
 	return nil, errors.New("want true, false or a whole number")
 }
 
+// planFor is the highest-tier plan selling any of the ids: the plan mapping of webhook
+// processing and of sync_engine mode, where it runs on every entitlement question (so it
+// does not log).
+func (s *Service) planFor(ctx context.Context, q *dbq.Queries, provider string, ids []string) (Plan, bool, error) {
+	var best *Plan
+	for _, id := range ids {
+		p, err := q.PlanForPrice(ctx, dbq.PlanForPriceParams{Provider: provider, PriceID: id})
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return Plan{}, false, err
+		}
+		if best == nil || p.Tier > best.tier {
+			best = &Plan{Key: p.Key, Name: p.Name, id: p.ID, tier: p.Tier}
+		}
+	}
+	if best == nil {
+		return Plan{}, false, nil
+	}
+	return *best, true, nil
+}
+
 // SyncPlans reconciles the plans into the database in one transaction and describes each
 // change. Plans missing from the file are archived, never deleted, so subscriptions keep
 // their plan; their prices stop mapping.

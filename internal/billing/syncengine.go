@@ -169,28 +169,6 @@ func (s *Service) mirrorSubscriptions(ctx context.Context, q *dbq.Queries, userI
 	return out, nil
 }
 
-// planFor is the highest-tier plan selling any of the ids, without logging: it runs on
-// every entitlement question in sync_engine mode.
-func (s *Service) planFor(ctx context.Context, q *dbq.Queries, provider string, ids []string) (Plan, bool, error) {
-	var best *Plan
-	for _, id := range ids {
-		p, err := q.PlanForPrice(ctx, dbq.PlanForPriceParams{Provider: provider, PriceID: id})
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return Plan{}, false, err
-		}
-		if best == nil || p.Tier > best.tier {
-			best = &Plan{Key: p.Key, Name: p.Name, id: p.ID, tier: p.Tier}
-		}
-	}
-	if best == nil {
-		return Plan{}, false, nil
-	}
-	return *best, true, nil
-}
-
 func int64Ptr(n sql.NullInt64) *int64 {
 	if !n.Valid {
 		return nil

@@ -1,5 +1,6 @@
-// Package ratelimit provides the API throttles: per client IP and per bearer token, counted
-// in memory or, with Redis, shared by every instance. When Redis fails the counters fall
+// Package ratelimit counts requests per key in fixed windows for every throttle tollgate
+// has: the API's per client IP and per bearer token, the forms' per IP and per e-mail.
+// Counters live in memory or, with Redis, are shared by every instance. When Redis fails the counters fall
 // back to local memory (fail open) and recover when Redis returns.
 package ratelimit
 

@@ -114,7 +114,6 @@ func (w *Web) oauthCallback(rw http.ResponseWriter, r *http.Request) {
 			w.refuse(rw, r, "session renewal", "message", page{Title: "Sign in"}, err)
 			return
 		}
-		w.sessions.Put(r.Context(), keyRecovery, true)
 		// The segment is opaque and ignored; the recovery session authenticates the reset.
 		w.redirect(rw, r, "/passwords/"+opaqueToken()+"/edit", "", "")
 		return

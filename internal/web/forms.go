@@ -166,7 +166,6 @@ func (w *Web) updatePassword(rw http.ResponseWriter, r *http.Request) {
 		w.refuse(rw, r, "password update", "passwords_edit", again, err)
 		return
 	}
-	w.sessions.Remove(r.Context(), keyRecovery)
 	w.redirect(rw, r, "/", keyNotice, msgPasswordUpdated)
 }
 

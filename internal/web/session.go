@@ -22,9 +22,6 @@ const (
 	keyAccessToken  = "access_token"
 	keyRefreshToken = "refresh_token"
 	keyExpiresAt    = "expires_at"
-	keyUserID       = "user_id"
-	keyEmail        = "email"
-	keyRecovery     = "recovery"      // signed in through a password reset link
 	keyPKCEVerifier = "pkce_verifier" // of the flow in progress
 	keyPKCEPurpose  = "pkce_purpose"  // oauth, signup, recovery or magiclink
 	keyPKCEStarted  = "pkce_started"  // unix seconds

@@ -312,8 +312,6 @@ func (w *Web) signIn(ctx context.Context, s identity.Session) error {
 		return err
 	}
 	w.storeTokens(ctx, s)
-	w.sessions.Put(ctx, keyUserID, s.User.ID)
-	w.sessions.Put(ctx, keyEmail, s.User.Email)
 	return nil
 }
 

@@ -237,8 +237,6 @@ func (f *Fake) LastEmail(address string) (Email, bool) {
 	return e, ok
 }
 
-// JWKSURL is the fake's key set.
-func (f *Fake) JWKSURL() string { return f.URL + "/.well-known/jwks.json" }
 
 func (f *Fake) handler() http.Handler {
 	mux := http.NewServeMux()

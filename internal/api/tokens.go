@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"sync"
 	"time"
@@ -98,16 +97,8 @@ func NewVerifier(keys *KeySet, opts VerifierOptions) *Verifier {
 	}
 }
 
-// Verify returns the user of a valid token, ErrNoKeySet when no key set was ever loaded,
-// or errInvalidToken.
-func (v *Verifier) Verify(ctx context.Context, raw string) (User, error) {
-	if len(raw) > MaxTokenBytes {
-		return User{}, errInvalidToken
-	}
-	return v.verify(ctx, raw, sha256.Sum256([]byte(raw)))
-}
-
-// verify is Verify with the token's digest already computed.
+// verify returns the user of a valid token (digest is its SHA-256, the cache key),
+// ErrNoKeySet when no key set was ever loaded, or errInvalidToken.
 func (v *Verifier) verify(ctx context.Context, raw string, digest [32]byte) (User, error) {
 	version := v.keys.Version()
 	if user, ok := v.cache.get(digest, version, v.now()); ok {
