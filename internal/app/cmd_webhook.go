@@ -2,8 +2,8 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"cmp"
+	"context"
 	"errors"
 	"flag"
 	"fmt"

@@ -28,7 +28,7 @@ func TestBrandedForms(t *testing.T) {
 	for _, tc := range []struct{ path, contentType, want string }{
 		{"/static/brand.css", "text/css; charset=utf-8", "--accent: #d9480f; --accent-dark: #ad390c;"},
 		{"/favicon.ico", "image/svg+xml", `fill="#d9480f"`},
-		{"/static/style.css", "text/css; charset=utf-8", "acme's own"}, // TEMPLATES_DIR wins by file name
+		{"/static/style.css", "text/css; charset=utf-8", "acme's own"},                // TEMPLATES_DIR wins by file name
 		{"/static/app.js", "text/javascript; charset=utf-8", "password_confirmation"}, // the rest stays embedded
 		{"/static/logo.svg", "image/svg+xml", "<svg"},                                 // and the directory may add files
 		{"/otp/new", "text/html; charset=utf-8", "Questions? support@acme.test"},

@@ -237,7 +237,6 @@ func (f *Fake) LastEmail(address string) (Email, bool) {
 	return e, ok
 }
 
-
 func (f *Fake) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /auth/v1/.well-known/jwks.json", f.jwks)
