@@ -1,33 +1,15 @@
 package db
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/logcapture"
 )
-
-// lockedBuffer is a log sink the settle timer can write to while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // At an outage's edges requests fail on broken connections while others succeed on fresh
 // ones; that flapping is one outage, reported once when it starts and once when it settles.
@@ -37,7 +19,7 @@ func TestOutageReportedOnceDespiteFlapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs logcapture.Buffer // the settle timer writes while the test reads
 	d.WatchRequests(time.Second, slog.New(slog.NewTextHandler(&logs, nil)), nil)
 	down := errors.New("connection refused")
 
