@@ -10,7 +10,7 @@ import (
 // help prints the usage of tollgate (no topic), of a group ("plans") or of a command
 // ("plans sync") to stdout.
 func help(stdout io.Writer, topic []string) error {
-	if len(topic) == 0 {
+	if len(topic) == 0 || len(topic) == 1 && isHelp(topic[0]) {
 		fmt.Fprint(stdout, mainUsage())
 		return nil
 	}

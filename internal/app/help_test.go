@@ -23,6 +23,7 @@ func TestCLIGoldens(t *testing.T) {
 	}{
 		{"help", []string{"help"}, 0},
 		{"help", []string{"--help"}, 0},
+		{"help", []string{"help", "help"}, 0},
 		{"help-plans-sync", []string{"help", "plans", "sync"}, 0},
 		{"help-plans-sync", []string{"plans", "sync", "--help"}, 0},
 		{"plans-help", []string{"plans", "--help"}, 0},
