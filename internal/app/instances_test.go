@@ -116,7 +116,10 @@ func TestTwoInstancesBehaveAsOne(t *testing.T) {
 	bin := buildBinary(t)
 	base := map[string]string{
 		"APP_ENV": "production", "DATABASE_URL": dbURL, "REDIS_URL": redisURL, "LOG_FORMAT": "json",
-		"WEB_WEBHOOK_SECRET": webSecret, "MOBILE_WEBHOOK_SECRET": mobileSecret, "PUBLIC_URL": "http://127.0.0.1",
+		"WEB_WEBHOOK_SECRET": webSecret, "MOBILE_WEBHOOK_SECRET": mobileSecret,
+		// Production's start-up checks: a public https address, and an identity service for
+		// the API, whose throttles are counted here (no token ever reaches it).
+		"PUBLIC_URL": "https://billing.example.test", "AUTH_URL": "http://127.0.0.1:9",
 	}
 	var procs []*process
 	for range 2 { // both at once, on an empty database
@@ -225,7 +228,8 @@ func TestSyncEngineStartUpErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(bin, "serve")
-			cmd.Env = []string{"APP_ENV=production", "WEB_INGESTION=sync_engine", "MOBILE_WEBHOOK_SECRET=m", "DATABASE_URL=" + tc.dbURL, "ADDR=" + freeAddr(t)}
+			cmd.Env = []string{"APP_ENV=production", "PUBLIC_URL=https://billing.example.test", "FORMS=off", "API=off",
+				"WEB_INGESTION=sync_engine", "MOBILE_WEBHOOK_SECRET=m", "DATABASE_URL=" + tc.dbURL, "ADDR=" + freeAddr(t)}
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()
