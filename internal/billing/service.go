@@ -143,6 +143,16 @@ type ReplayFilter struct {
 	Unprocessed bool
 }
 
+// On SQLite a replay pauses for sqliteReplayPause after every sqliteReplayStreak of work.
+// SQLite has one writer, and another process waiting for the lock (a live server) polls
+// with sleeps of at most 100 ms; back-to-back replay transactions left it almost no gap
+// to land in, and its webhooks waited past DB_TIMEOUT. A pause longer than that longest
+// sleep lets every waiting writer in, at a cost of about a third of a replay's speed.
+const (
+	sqliteReplayStreak = 250 * time.Millisecond
+	sqliteReplayPause  = 120 * time.Millisecond
+)
+
 // Replay re-runs the selected stored events through the processors, each in its own
 // transaction, and reports each outcome. Processing is idempotent, so replaying an event
 // that was applied changes nothing; one that was unresolved or invalid gets another try.
@@ -153,6 +163,7 @@ func (s *Service) Replay(ctx context.Context, f ReplayFilter, report func(provid
 	if err != nil {
 		return 0, err
 	}
+	streak := time.Now()
 	for i, r := range rows {
 		var done Processed
 		err := s.db.InTx(ctx, func(tx *sql.Tx) error {
@@ -168,6 +179,10 @@ func (s *Service) Replay(ctx context.Context, f ReplayFilter, report func(provid
 		}
 		s.billingChanged(ctx, done.changed)
 		report(r.Provider, r.ProviderEventID, done.Outcome)
+		if s.db.Engine == db.SQLite && time.Since(streak) > sqliteReplayStreak {
+			time.Sleep(sqliteReplayPause)
+			streak = time.Now()
+		}
 	}
 	return len(rows), nil
 }
