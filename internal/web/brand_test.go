@@ -57,3 +57,13 @@ func TestBrandRejectsAMissingTemplatesDir(t *testing.T) {
 		t.Fatalf("error %v, want one naming TEMPLATES_DIR", err)
 	}
 }
+
+// A team's template that does not parse stops the start, naming its file (docs/forms.md).
+func TestBrandRejectsABrokenTemplate(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "otp_new.html"), []byte(`{{define "content"}}{{if}}{{end}}`), 0o644)
+	_, err := New(Options{Brand: Brand{TemplatesDir: dir}})
+	if err == nil || !strings.Contains(err.Error(), "otp_new.html:1") {
+		t.Fatalf("error %v, want one naming otp_new.html and its line", err)
+	}
+}

@@ -21,15 +21,14 @@ import (
 )
 
 type harness struct {
-	t     *testing.T
-	fake  *identitytest.Fake
-	web   *Web
-	srv   *httptest.Server
-	jar   http.CookieJar
-	http  *http.Client
-	db    *db.DB
-	perIP ratelimit.Limit
-	logs  *logcapture.Buffer
+	t    *testing.T
+	fake *identitytest.Fake
+	web  *Web
+	srv  *httptest.Server
+	jar  http.CookieJar
+	http *http.Client
+	db   *db.DB
+	logs *logcapture.Buffer
 }
 
 type harnessOpts struct {

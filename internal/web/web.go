@@ -193,7 +193,11 @@ func (w *Web) oauthLinks() []oauthLink {
 // set everywhere because several pages are reached with codes in their URL.
 // A logo on another host (BRAND_LOGO_URL) adds its origin to img-src.
 func securityHeaders(imageSource string, next http.Handler) http.Handler {
-	policy := "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:" + strings.TrimRight(" "+imageSource, " ") + "; " +
+	images := "'self' data:"
+	if imageSource != "" {
+		images += " " + imageSource
+	}
+	policy := "default-src 'self'; script-src 'self'; style-src 'self'; img-src " + images + "; " +
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
