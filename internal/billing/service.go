@@ -143,15 +143,34 @@ type ReplayFilter struct {
 	Unprocessed bool
 }
 
-// On SQLite a replay pauses for sqliteReplayPause after every sqliteReplayStreak of work.
-// SQLite has one writer, and another process waiting for the lock (a live server) polls
-// with sleeps of at most 100 ms; back-to-back replay transactions left it almost no gap
-// to land in, and its webhooks waited past DB_TIMEOUT. A pause longer than that longest
-// sleep lets every waiting writer in, at a cost of about a third of a replay's speed.
+// On SQLite a command that writes many transactions (replay, backfill) pauses for
+// sqlitePause after every sqliteStreak of work. SQLite has one writer, and another process
+// waiting for the lock (a live server) polls with sleeps of at most 100 ms; back-to-back
+// transactions left it almost no gap to land in, and its webhooks waited past DB_TIMEOUT.
+// A pause longer than that longest sleep lets every waiting writer in, at a cost of about
+// a third of the command's speed.
 const (
-	sqliteReplayStreak = 250 * time.Millisecond
-	sqliteReplayPause  = 120 * time.Millisecond
+	sqliteStreak = 250 * time.Millisecond
+	sqlitePause  = 120 * time.Millisecond
 )
+
+// sqlitePacer makes those pauses; on Postgres it does nothing.
+type sqlitePacer struct {
+	on     bool
+	streak time.Time
+}
+
+func newSQLitePacer(d *db.DB) *sqlitePacer {
+	return &sqlitePacer{on: d.Engine == db.SQLite, streak: time.Now()}
+}
+
+// tick is called after each transaction.
+func (p *sqlitePacer) tick() {
+	if p.on && time.Since(p.streak) > sqliteStreak {
+		time.Sleep(sqlitePause)
+		p.streak = time.Now()
+	}
+}
 
 // Replay re-runs the selected stored events through the processors, each in its own
 // transaction, and reports each outcome. Processing is idempotent, so replaying an event
@@ -163,7 +182,7 @@ func (s *Service) Replay(ctx context.Context, f ReplayFilter, report func(provid
 	if err != nil {
 		return 0, err
 	}
-	streak := time.Now()
+	pace := newSQLitePacer(s.db)
 	for i, r := range rows {
 		var done Processed
 		err := s.db.InTx(ctx, func(tx *sql.Tx) error {
@@ -179,10 +198,7 @@ func (s *Service) Replay(ctx context.Context, f ReplayFilter, report func(provid
 		}
 		s.billingChanged(ctx, done.changed)
 		report(r.Provider, r.ProviderEventID, done.Outcome)
-		if s.db.Engine == db.SQLite && time.Since(streak) > sqliteReplayStreak {
-			time.Sleep(sqliteReplayPause)
-			streak = time.Now()
-		}
+		pace.tick()
 	}
 	return len(rows), nil
 }

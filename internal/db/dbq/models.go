@@ -10,6 +10,15 @@ import (
 	"time"
 )
 
+type BackfillCursor struct {
+	Provider      string
+	Scope         string
+	StartingAfter string
+	Done          int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
 type BillingCustomer struct {
 	ID            int64
 	UserID        string
