@@ -31,6 +31,7 @@ func TestCLIGoldens(t *testing.T) {
 		{"events-help", []string{"events", "--help"}, 0},
 		{"webhook-help", []string{"webhook", "--help"}, 0},
 		{"webhook-send-help", []string{"webhook", "send", "-h"}, 0},
+		{"billing-backfill-help", []string{"billing", "backfill", "--help"}, 0},
 		{"keys-no-command", []string{"keys"}, 2},
 		{"wrong-flag", []string{"events", "replay", "--provder", "web"}, 2},
 		{"missing-argument", []string{"users", "show"}, 2},

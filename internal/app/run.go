@@ -29,6 +29,7 @@ func commands() []spec {
 		{"migrate", "apply database migrations and exit", cmdMigrate},
 		{"plans sync", "reconcile the plans file (PLANS_FILE) into the database", cmdPlansSync},
 		{"events replay", "re-run stored webhook events through the processors", cmdEventsReplay},
+		{"billing backfill", "read the web provider's subscriptions from its API into billing", cmdBillingBackfill},
 		{"webhook send", "sign a JSON event, POST it to a running server, say what it did", cmdWebhookSend},
 		{"keys create", "make a service key for a trusted backend (shown once)", cmdKeysCreate},
 		{"keys list", "list service keys: name, prefix, created, last used", cmdKeysList},

@@ -57,6 +57,10 @@ type Config struct {
 	WebhookMaxBody      int64
 	MobileEventAliases  map[string]string
 	PlansFile           string
+	// WebAPIKey and WebAPIBase reach the web provider's API (billing backfill): a secret
+	// key, or a restricted one, and the API's base URL (tests point it at a local server).
+	WebAPIKey  string
+	WebAPIBase string
 
 	CORSOrigins      []string
 	SwaggerUIEnabled bool
@@ -186,6 +190,11 @@ func Load(getenv func(string) string) (Config, error) {
 		fail("MOBILE_EVENT_ALIASES", "%v", err)
 	}
 	c.PlansFile = get("PLANS_FILE", "config/plans.yml")
+	c.WebAPIKey = get("WEB_API_KEY", "")
+	c.WebAPIBase = strings.TrimRight(get("WEB_API_BASE", "https://api.stripe.com"), "/")
+	if u, err := url.Parse(c.WebAPIBase); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		fail("WEB_API_BASE", "want the provider API's base URL, such as https://api.stripe.com, got %q", c.WebAPIBase)
+	}
 
 	if raw := get("CORS_ORIGINS", ""); raw != "" {
 		c.CORSOrigins = splitList(raw)

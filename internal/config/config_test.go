@@ -35,6 +35,7 @@ func TestLoadDefaults(t *testing.T) {
 		"DBTimeout":       {c.DBTimeout, 5 * time.Second},
 		"ShutdownTimeout": {c.ShutdownTimeout, 25 * time.Second},
 		"MetricsAddr":     {c.MetricsAddr, ""},
+		"WebAPIBase":      {c.WebAPIBase, "https://api.stripe.com"},
 	}
 	for name, pair := range checks {
 		if pair[0] != pair[1] {
@@ -60,12 +61,13 @@ func TestLoadReportsEveryErrorWithoutSecrets(t *testing.T) {
 		"BRAND_COLOR":      "red;}body{display:none",
 		"BRAND_LOGO_URL":   "javascript:alert(1)",
 		"FORMS":            "maybe",
+		"WEB_API_BASE":     "api.stripe.com",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
 	msg := err.Error()
-	for _, name := range []string{"APP_ENV", "DATABASE_URL", "WEB_INGESTION", "WEBHOOK_MAX_BODY", "TRUSTED_PROXIES", "BILLING_MOUNT", "DB_TIMEOUT", "SHUTDOWN_TIMEOUT", "BRAND_COLOR", "BRAND_LOGO_URL", "FORMS"} {
+	for _, name := range []string{"APP_ENV", "DATABASE_URL", "WEB_INGESTION", "WEBHOOK_MAX_BODY", "TRUSTED_PROXIES", "BILLING_MOUNT", "DB_TIMEOUT", "SHUTDOWN_TIMEOUT", "BRAND_COLOR", "BRAND_LOGO_URL", "FORMS", "WEB_API_BASE"} {
 		if !strings.Contains(msg, name) {
 			t.Errorf("error does not name %s:\n%s", name, msg)
 		}
