@@ -65,8 +65,8 @@ where it stopped when the same command is run again.`,
 					return fmt.Errorf("%w; run the same command again to resume after %s", err, sum.Cursor)
 				}
 				return err
-			case sum.Interrupted && opts.DryRun:
-				return errors.New("interrupted")
+			case sum.Interrupted && (opts.DryRun || sum.Cursor == ""):
+				return errors.New("interrupted; nothing to resume from")
 			case sum.Interrupted:
 				return fmt.Errorf("interrupted after %s; run the same command again to resume there", sum.Cursor)
 			}

@@ -205,7 +205,15 @@ func (s *Service) backfillSubscription(ctx context.Context, raw json.RawMessage,
 	var changed []string
 	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
 		q := &txn{Queries: dbq.New(tx)}
-		var err error
+		if _, err := tx.ExecContext(ctx, "savepoint backfill"); err != nil {
+			return err
+		}
+		// The row lock first, so that what is reported as before is not a concurrent
+		// webhook's doing.
+		ps, err := q.LockProviderSubscription(ctx, dbq.LockProviderSubscriptionParams{Provider: ProviderWeb, ProviderSubscriptionID: sub.ID, Now: s.now()})
+		if err != nil {
+			return err
+		}
 		if change.Before, err = canonicalSubscription(ctx, q, sub.ID); err != nil {
 			return err
 		}
@@ -213,10 +221,7 @@ func (s *Service) backfillSubscription(ctx context.Context, raw json.RawMessage,
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "savepoint backfill"); err != nil {
-			return err
-		}
-		change.NewerEvent, err = s.applyWebState(ctx, q, raw, sub, at)
+		change.NewerEvent, err = s.applyWebState(ctx, q, ps, raw, sub, at)
 		var perm permanentError
 		var unres unresolvedError
 		if errors.As(err, &unres) || errors.As(err, &perm) {
@@ -259,14 +264,10 @@ func (s *Service) backfillSubscription(ctx context.Context, raw json.RawMessage,
 	return change, changed, err
 }
 
-// applyWebState stores a subscription object read from the API at time at as the
+// applyWebState stores a subscription object read from the API at time at as the locked
 // subscription's snapshot, unless a newer event is stored (newerEvent), and writes the
 // canonical row from whichever snapshot stands.
-func (s *Service) applyWebState(ctx context.Context, q *txn, raw json.RawMessage, sub webSubscription, at time.Time) (newerEvent bool, _ error) {
-	ps, err := q.LockProviderSubscription(ctx, dbq.LockProviderSubscriptionParams{Provider: ProviderWeb, ProviderSubscriptionID: sub.ID, Now: s.now()})
-	if err != nil {
-		return false, err
-	}
+func (s *Service) applyWebState(ctx context.Context, q *txn, ps providerSubscription, raw json.RawMessage, sub webSubscription, at time.Time) (newerEvent bool, _ error) {
 	switch {
 	case ps.LastEventID.Valid && (ps.LastEventType.String == webSubscriptionDeleted || !at.After(ps.LastEventAt.Time)):
 		// A deletion is final, and an event as new as the read or newer may hold a change
@@ -287,7 +288,7 @@ func (s *Service) applyWebState(ctx context.Context, q *txn, raw json.RawMessage
 			return false, err
 		}
 	}
-	_, err = s.materialiseWeb(ctx, q, ps, outcomeApplied)
+	_, err := s.materialiseWeb(ctx, q, ps, outcomeApplied)
 	return newerEvent, err
 }
 
