@@ -33,6 +33,23 @@ func problemFor(err error) *apiProblem {
 		return p(http.StatusForbidden, "limit-exceeded", "Limit exceeded", "This would exceed the plan's limit for this period; nothing was recorded.")
 	case errors.Is(err, billing.ErrNotEntitled):
 		return p(http.StatusForbidden, "limit-exceeded", "Not entitled", "The current plan has no allowance for this; nothing was recorded.")
+	case errors.Is(err, billing.ErrUnknownPlan):
+		return p(http.StatusUnprocessableEntity, "invalid-checkout", "Unknown plan", "There is no such plan.")
+	case errors.Is(err, billing.ErrPlanNotOnWeb):
+		return p(http.StatusUnprocessableEntity, "invalid-checkout", "Not sold on the web", "This plan has no web prices to buy.")
+	case errors.Is(err, billing.ErrForeignPrice):
+		return p(http.StatusUnprocessableEntity, "invalid-checkout", "Price not in plan", "The price is not one of the plan's web prices.")
+	case errors.Is(err, billing.ErrRedirectOrigin):
+		return p(http.StatusUnprocessableEntity, "invalid-checkout", "Redirect not allowed",
+			"success_url and cancel_url must be absolute URLs on this service's origin or one of CHECKOUT_REDIRECT_ORIGINS.")
+	case errors.Is(err, billing.ErrAlreadySubscribed):
+		return p(http.StatusConflict, "already-subscribed", "Already subscribed", "A subscription already entitles you to this plan; manage it in the billing portal.")
+	case errors.Is(err, billing.ErrNoWebCustomer):
+		return p(http.StatusNotFound, "no-billing-account", "No billing account", "There is no web billing account to manage yet.")
+	case errors.Is(err, billing.ErrCheckoutUnavailable):
+		return p(http.StatusNotImplemented, "checkout-unavailable", "Checkout unavailable", "Web purchases are not configured on this server.")
+	case errors.As(err, new(*billing.ProviderError)):
+		return p(http.StatusBadGateway, "provider-error", "Payment provider error", "The payment provider could not start the session; try again shortly.")
 	case errors.Is(err, errNoToken):
 		return p(http.StatusUnauthorized, "unauthorized", "Unauthorized", "A bearer token is required.").challenge(false)
 	case errors.Is(err, errSeveralAuth):
@@ -57,6 +74,9 @@ func Problem(err error) error { return problemFor(err) }
 // fail is what a handler returns for err: its problem. Failures of the database are logged
 // once per outage by the database itself; here they are a debug line.
 func (a *API) fail(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
 	p := problemFor(err)
 	if p.Status >= http.StatusInternalServerError {
 		a.opts.Log.DebugContext(ctx, "api request failed", "error", err)

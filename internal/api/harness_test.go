@@ -162,6 +162,9 @@ type harnessConfig struct {
 	perIP     ratelimit.Limit
 	perToken  ratelimit.Limit
 	hsSecret  string
+	// checkout, when set, gives billing a web provider API (checkout and portal).
+	checkout *billing.Options
+	plans    string // the plans file; a free default plan when empty
 }
 
 // newHarness serves the API's real handler tree (throttles, verification, huma) over a fake
@@ -178,16 +181,23 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 	if d == nil {
 		d = dbtest.SQLite(t)
 	}
-	h.billing = billing.New(d, log, billing.Options{MaxBody: 1 << 20})
+	billingOpts := billing.Options{MaxBody: 1 << 20}
+	if cfg.checkout != nil {
+		billingOpts = *cfg.checkout
+	}
+	h.billing = billing.New(d, log, billingOpts)
 	h.serviceKeys = servicekeys.New(d)
-	plans, err := billing.ParsePlans([]byte(`
+	if cfg.plans == "" {
+		cfg.plans = `
 plans:
   free:
     default: true
     entitlements:
       - {name: projects, value: 2}
       - {name: exports, value: false}
-`))
+`
+	}
+	plans, err := billing.ParsePlans([]byte(cfg.plans))
 	if err != nil {
 		t.Fatal(err)
 	}

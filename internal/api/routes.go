@@ -113,6 +113,35 @@ func (a *API) register(api huma.API) {
 	}, a.recordUsage)
 
 	huma.Register(api, huma.Operation{
+		OperationID: "create-checkout",
+		Method:      http.MethodPost,
+		Path:        "/api/v1/billing/checkout",
+		Summary:     "Start a web purchase of a plan",
+		Description: "Creates a web provider Checkout Session in subscription mode for the plan's price (the given one, which " +
+			"must be one of the plan's `web_prices`, else its first) and answers its `url`, to send the user to. The " +
+			"subscription carries the user's id, so its webhooks entitle the user with no further step. 422 for an " +
+			"unknown plan, a plan without web prices, a foreign price or a redirect URL off the allowed origins; 409 when " +
+			"a subscription already entitles the user to the plan; 502 when the provider refuses.",
+		Tags:     []string{"billing"},
+		Security: forUsers,
+		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity,
+			http.StatusTooManyRequests, http.StatusNotImplemented, http.StatusBadGateway, http.StatusServiceUnavailable},
+	}, a.checkout)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "create-portal",
+		Method:      http.MethodPost,
+		Path:        "/api/v1/billing/portal",
+		Summary:     "Open the web provider's billing portal",
+		Description: "Creates a customer portal session for the user's linked web customer, returning to PUBLIC_URL, and " +
+			"answers its `url`. 404 when the user has no web customer yet.",
+		Tags:     []string{"billing"},
+		Security: forUsers,
+		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusTooManyRequests,
+			http.StatusNotImplemented, http.StatusBadGateway, http.StatusServiceUnavailable},
+	}, a.portal)
+
+	huma.Register(api, huma.Operation{
 		OperationID: "get-user-entitlements",
 		Method:      http.MethodGet,
 		Path:        "/api/v1/users/{user_id}/entitlements",

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/webprovider"
 )
 
 func cmdBillingBackfill(fs *flag.FlagSet) command {
@@ -51,8 +50,7 @@ where it stopped when the same command is run again.`,
 			}
 			defer d.Close()
 			bar := newProgressLine(e.stderr, "backfill web", opts.Since)
-			api := webprovider.New(webprovider.Config{Key: e.cfg.WebAPIKey, Base: e.cfg.WebAPIBase, OnWait: bar.waiting})
-			sum, err := newBilling(d, e, nil).Backfill(ctx, api, opts, func(c billing.BackfillChange) {
+			sum, err := newBilling(d, e, nil).Backfill(ctx, webAPI(e.cfg, bar.waiting), opts, func(c billing.BackfillChange) {
 				if opts.DryRun {
 					printBackfillChange(e.stdout, c)
 				}

@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate/tollgate/internal/ratelimit"
 	"github.com/tollgate/tollgate/internal/servicekeys"
 	"github.com/tollgate/tollgate/internal/web"
+	"github.com/tollgate/tollgate/internal/webprovider"
 )
 
 // Server is tollgate's HTTP surface with everything it depends on.
@@ -82,11 +83,21 @@ func NewServer(e env, d *db.DB) (*Server, error) {
 }
 
 func newBilling(d *db.DB, e env, reg prometheus.Registerer) *billing.Service {
-	return billing.New(d, e.log, billing.Options{
+	opts := billing.Options{
 		WebSecret: e.cfg.WebWebhookSecret, MobileSecret: e.cfg.MobileWebhookSecret, MaxBody: e.cfg.WebhookMaxBody,
 		MobileAliases: e.cfg.MobileEventAliases, MountWebWebhook: e.cfg.WebIngestion == config.IngestWebhook,
 		SyncEngineSchema: syncEngineSchema(e.cfg), Registerer: reg,
-	})
+		PublicURL: e.cfg.PublicURL, CheckoutRedirectOrigins: e.cfg.CheckoutRedirectOrigins,
+	}
+	if e.cfg.WebAPIKey != "" {
+		opts.WebAPI = webAPI(e.cfg, nil)
+	}
+	return billing.New(d, e.log, opts)
+}
+
+// webAPI is the client of the web provider's API that WEB_API_KEY and WEB_API_BASE name.
+func webAPI(cfg config.Config, onWait func(time.Duration, string)) *webprovider.Client {
+	return webprovider.New(webprovider.Config{Key: cfg.WebAPIKey, Base: cfg.WebAPIBase, OnWait: onWait})
 }
 
 // Open prepares a server for a program built on tollgate, as "tollgate serve" does: the

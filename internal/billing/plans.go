@@ -318,28 +318,38 @@ func (s *Service) SyncPlans(ctx context.Context, plans []PlanConfig) ([]string, 
 		if err != nil {
 			return err
 		}
-		currentPrices := map[[2]string]int64{}
-		for _, pp := range prices {
-			currentPrices[[2]string{pp.Provider, pp.PriceID}] = pp.PlanID
+		// A price's plan, and its place in that plan's list (checkout takes the first).
+		type mapping struct {
+			planID   int64
+			position int32
 		}
-		wantPrices := map[[2]string]int64{}
+		currentPrices := map[[2]string]mapping{}
+		for _, pp := range prices {
+			currentPrices[[2]string{pp.Provider, pp.PriceID}] = mapping{pp.PlanID, pp.Position}
+		}
+		wantPrices := map[[2]string]mapping{}
 		for _, p := range plans {
-			for _, id := range p.WebPrices {
-				wantPrices[[2]string{ProviderWeb, id}] = planIDs[p.Key]
+			for i, id := range p.WebPrices {
+				wantPrices[[2]string{ProviderWeb, id}] = mapping{planIDs[p.Key], int32(i)}
 			}
-			for _, id := range p.MobileProducts {
-				wantPrices[[2]string{ProviderMobile, id}] = planIDs[p.Key]
+			for i, id := range p.MobileProducts {
+				wantPrices[[2]string{ProviderMobile, id}] = mapping{planIDs[p.Key], int32(i)}
 			}
 		}
 		for _, key := range sortedKeys(wantPrices) {
-			planID := wantPrices[key]
-			if old, ok := currentPrices[key]; ok && old == planID {
+			want := wantPrices[key]
+			old, ok := currentPrices[key]
+			if ok && old == want {
 				continue
 			}
-			if err := q.UpsertPlanPrice(ctx, dbq.UpsertPlanPriceParams{Provider: key[0], PriceID: key[1], PlanID: planID, Now: now}); err != nil {
+			if err := q.UpsertPlanPrice(ctx, dbq.UpsertPlanPriceParams{Provider: key[0], PriceID: key[1], PlanID: want.planID, Position: want.position, Now: now}); err != nil {
 				return err
 			}
-			changes = append(changes, fmt.Sprintf("%s price %s: mapped to plan %s", key[0], key[1], keyOf(planIDs, planID)))
+			if ok && old.planID == want.planID {
+				changes = append(changes, fmt.Sprintf("%s price %s: moved to place %d of plan %s", key[0], key[1], want.position+1, keyOf(planIDs, want.planID)))
+			} else {
+				changes = append(changes, fmt.Sprintf("%s price %s: mapped to plan %s", key[0], key[1], keyOf(planIDs, want.planID)))
+			}
 		}
 		for _, key := range sortedKeys(currentPrices) {
 			if _, ok := wantPrices[key]; !ok {
@@ -409,7 +419,7 @@ func mapsEqual(a, b map[string]string) bool {
 	return true
 }
 
-func sortedKeys(m map[[2]string]int64) [][2]string {
+func sortedKeys[V any](m map[[2]string]V) [][2]string {
 	keys := make([][2]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

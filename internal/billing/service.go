@@ -9,13 +9,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/webprovider"
 )
 
 // Options configures a Service.
@@ -28,8 +31,13 @@ type Options struct {
 	MountWebWebhook bool
 	// SyncEngineSchema, in sync_engine mode, is the mirror schema web subscriptions are read from.
 	SyncEngineSchema string
-	Clock            func() time.Time
-	Registerer       prometheus.Registerer
+	// WebAPI, when set (WEB_API_KEY), lets users start web purchases and open the
+	// provider's portal; PublicURL and CheckoutRedirectOrigins bound where they return to.
+	WebAPI                  *webprovider.Client
+	PublicURL               string
+	CheckoutRedirectOrigins []string
+	Clock                   func() time.Time
+	Registerer              prometheus.Registerer
 }
 
 // Service is the billing domain: webhook ingestion, plans, entitlements and usage.
@@ -43,8 +51,12 @@ type Service struct {
 	mobileAliases map[string]string
 	mountWeb      bool
 	mirrorSchema  string
-	outcomes      *prometheus.CounterVec
-	onChange      []func(ctx context.Context, userID string)
+	webAPI        *webprovider.Client
+	publicURL     string
+	// redirectOrigins are the scheme://host[:port] a checkout may return to.
+	redirectOrigins []string
+	outcomes        *prometheus.CounterVec
+	onChange        []func(ctx context.Context, userID string)
 }
 
 // New builds a Service. Registerer may be nil.
@@ -56,11 +68,18 @@ func New(d *db.DB, log *slog.Logger, opts Options) *Service {
 	s := &Service{
 		db: d, log: log, webSecret: opts.WebSecret, mobileSecret: opts.MobileSecret, maxBody: opts.MaxBody,
 		mobileAliases: opts.MobileAliases, mountWeb: opts.MountWebWebhook, mirrorSchema: opts.SyncEngineSchema,
+		webAPI: opts.WebAPI, publicURL: strings.TrimRight(opts.PublicURL, "/"),
 		now: func() time.Time { return clock().UTC() },
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_webhook_events_total",
 			Help: "Webhook deliveries by provider and outcome (applied, duplicate, stale, ignored, unresolved, invalid, or the reason it was refused).",
 		}, []string{"provider", "outcome"}),
+	}
+	if u, err := url.Parse(s.publicURL); err == nil && u.Host != "" {
+		s.redirectOrigins = append(s.redirectOrigins, strings.ToLower(u.Scheme+"://"+u.Host))
+	}
+	for _, origin := range opts.CheckoutRedirectOrigins {
+		s.redirectOrigins = append(s.redirectOrigins, strings.ToLower(strings.TrimRight(origin, "/")))
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = 1 << 20

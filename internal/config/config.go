@@ -61,6 +61,9 @@ type Config struct {
 	// key, or a restricted one, and the API's base URL (tests point it at a local server).
 	WebAPIKey  string
 	WebAPIBase string
+	// CheckoutRedirectOrigins are origins (scheme://host[:port]) besides PUBLIC_URL's that a
+	// checkout's success and cancel URLs may point to.
+	CheckoutRedirectOrigins []string
 
 	CORSOrigins      []string
 	SwaggerUIEnabled bool
@@ -194,6 +197,14 @@ func Load(getenv func(string) string) (Config, error) {
 	c.WebAPIBase = strings.TrimRight(get("WEB_API_BASE", "https://api.stripe.com"), "/")
 	if u, err := url.Parse(c.WebAPIBase); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		fail("WEB_API_BASE", "want the provider API's base URL, such as https://api.stripe.com, got %q", c.WebAPIBase)
+	}
+	for _, origin := range splitList(get("CHECKOUT_REDIRECT_ORIGINS", "")) {
+		u, err := url.Parse(origin)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.TrimRight(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil {
+			fail("CHECKOUT_REDIRECT_ORIGINS", "want origins such as https://app.example.com, got %q", origin)
+			continue
+		}
+		c.CheckoutRedirectOrigins = append(c.CheckoutRedirectOrigins, strings.TrimRight(origin, "/"))
 	}
 
 	if raw := get("CORS_ORIGINS", ""); raw != "" {

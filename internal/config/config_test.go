@@ -50,24 +50,25 @@ func TestLoadDefaults(t *testing.T) {
 
 func TestLoadReportsEveryErrorWithoutSecrets(t *testing.T) {
 	_, err := Load(env(map[string]string{
-		"APP_ENV":          "staging",
-		"DATABASE_URL":     "mysql://user:hunter2@db/x",
-		"WEB_INGESTION":    "polling",
-		"WEBHOOK_MAX_BODY": "lots",
-		"TRUSTED_PROXIES":  "10.0.0.0/8,not-an-ip",
-		"BILLING_MOUNT":    "a/b",
-		"DB_TIMEOUT":       "soon",
-		"SHUTDOWN_TIMEOUT": "-1s",
-		"BRAND_COLOR":      "red;}body{display:none",
-		"BRAND_LOGO_URL":   "javascript:alert(1)",
-		"FORMS":            "maybe",
-		"WEB_API_BASE":     "api.stripe.com",
+		"APP_ENV":                   "staging",
+		"DATABASE_URL":              "mysql://user:hunter2@db/x",
+		"WEB_INGESTION":             "polling",
+		"WEBHOOK_MAX_BODY":          "lots",
+		"TRUSTED_PROXIES":           "10.0.0.0/8,not-an-ip",
+		"BILLING_MOUNT":             "a/b",
+		"DB_TIMEOUT":                "soon",
+		"SHUTDOWN_TIMEOUT":          "-1s",
+		"BRAND_COLOR":               "red;}body{display:none",
+		"BRAND_LOGO_URL":            "javascript:alert(1)",
+		"FORMS":                     "maybe",
+		"WEB_API_BASE":              "api.stripe.com",
+		"CHECKOUT_REDIRECT_ORIGINS": "https://ok.example.com,https://app.example.com/path",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
 	msg := err.Error()
-	for _, name := range []string{"APP_ENV", "DATABASE_URL", "WEB_INGESTION", "WEBHOOK_MAX_BODY", "TRUSTED_PROXIES", "BILLING_MOUNT", "DB_TIMEOUT", "SHUTDOWN_TIMEOUT", "BRAND_COLOR", "BRAND_LOGO_URL", "FORMS", "WEB_API_BASE"} {
+	for _, name := range []string{"APP_ENV", "DATABASE_URL", "WEB_INGESTION", "WEBHOOK_MAX_BODY", "TRUSTED_PROXIES", "BILLING_MOUNT", "DB_TIMEOUT", "SHUTDOWN_TIMEOUT", "BRAND_COLOR", "BRAND_LOGO_URL", "FORMS", "WEB_API_BASE", "CHECKOUT_REDIRECT_ORIGINS: want origins such as https://app.example.com, got \"https://app.example.com/path\""} {
 		if !strings.Contains(msg, name) {
 			t.Errorf("error does not name %s:\n%s", name, msg)
 		}

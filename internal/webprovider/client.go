@@ -230,3 +230,69 @@ func describe(err error) *Error {
 	}
 	return &Error{Message: "no answer: " + keyLike.ReplaceAllString(err.Error(), "[key]"), transient: true}
 }
+
+// sessionTimeout bounds creating a checkout or portal session: a person is waiting, and
+// the SDK's own default is 80 s.
+const sessionTimeout = 10 * time.Second
+
+// Checkout is a Checkout Session to create: a subscription to one price, for a user.
+type Checkout struct {
+	Price  string
+	UserID string // client_reference_id and subscription_data.metadata.user_id
+	// Customer is the user's web customer when one is linked; else CustomerEmail, if known,
+	// prefills the form and the provider makes a customer.
+	Customer      string
+	CustomerEmail string
+	SuccessURL    string
+	CancelURL     string
+}
+
+// CreateCheckout creates a Checkout Session in subscription mode and returns its URL. The
+// subscription it makes carries metadata.user_id, so its webhooks resolve to the user.
+// It is tried once: a person is waiting, and the provider's answer says what to do.
+func (c *Client) CreateCheckout(ctx context.Context, in Checkout) (string, error) {
+	params := &stripe.CheckoutSessionParams{
+		Mode:              stripe.String(string(stripe.CheckoutSessionModeSubscription)),
+		LineItems:         []*stripe.CheckoutSessionLineItemParams{{Price: stripe.String(in.Price), Quantity: stripe.Int64(1)}},
+		ClientReferenceID: stripe.String(in.UserID),
+		SubscriptionData:  &stripe.CheckoutSessionSubscriptionDataParams{Metadata: map[string]string{"user_id": in.UserID}},
+		SuccessURL:        stripe.String(in.SuccessURL),
+		CancelURL:         stripe.String(in.CancelURL),
+	}
+	if in.Customer != "" {
+		params.Customer = stripe.String(in.Customer)
+	} else if in.CustomerEmail != "" {
+		params.CustomerEmail = stripe.String(in.CustomerEmail)
+	}
+	return c.createSession(ctx, "/v1/checkout/sessions", params)
+}
+
+// CreatePortal creates a customer portal session for a web customer and returns its URL.
+func (c *Client) CreatePortal(ctx context.Context, customer, returnURL string) (string, error) {
+	return c.createSession(ctx, "/v1/billing_portal/sessions", &stripe.BillingPortalSessionParams{
+		Customer: stripe.String(customer), ReturnURL: stripe.String(returnURL),
+	})
+}
+
+func (c *Client) createSession(ctx context.Context, path string, params stripe.ParamsContainer) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+	defer cancel()
+	common := params.GetParams()
+	common.Context = ctx
+	body := &form.Values{}
+	form.AppendTo(body, params)
+	var session struct {
+		stripe.APIResource
+		URL string `json:"url"`
+	}
+	if err := c.backend.CallRaw(http.MethodPost, path, c.key, []byte(body.Encode()), common, &session); err != nil {
+		if ctx.Err() != nil {
+			return "", &Error{Message: "no answer within " + sessionTimeout.String()}
+		}
+		return "", describe(err)
+	}
+	if session.URL == "" {
+		return "", &Error{Message: "the session has no url"}
+	}
+	return session.URL, nil
+}

@@ -70,7 +70,9 @@ func TestSubscriptionsSendsTheQuery(t *testing.T) {
 	}
 }
 
-func unescape(s string) string { return strings.NewReplacer("%5B", "[", "%5D", "]").Replace(s) }
+func unescape(s string) string {
+	return strings.NewReplacer("%5B", "[", "%5D", "]", "%3A", ":", "%2F", "/", "%3F", "?", "%3D", "=", "%40", "@").Replace(s)
+}
 
 func TestSubscriptionsWaitsOutFailures(t *testing.T) {
 	cases := []struct {
@@ -154,5 +156,48 @@ func status(code int, body string) func(w http.ResponseWriter) {
 	return func(w http.ResponseWriter) {
 		w.WriteHeader(code)
 		fmt.Fprint(w, body)
+	}
+}
+
+func TestSessionsAgainstStripeMock(t *testing.T) {
+	c := New(Config{Key: "sk_test_123", Base: stripemock.Start(t)})
+	ctx := context.Background()
+	for _, in := range []Checkout{
+		{Price: "price_123", UserID: "00000000-0000-4000-8000-000000000001", Customer: "cus_123", SuccessURL: "https://app.example/?checkout=success", CancelURL: "https://app.example/?checkout=cancel"},
+		{Price: "price_123", UserID: "00000000-0000-4000-8000-000000000001", CustomerEmail: "ada@example.com", SuccessURL: "https://app.example/ok", CancelURL: "https://app.example/no"},
+	} {
+		if url, err := c.CreateCheckout(ctx, in); err != nil || !strings.HasPrefix(url, "https://") {
+			t.Fatalf("checkout %+v: %q %v", in, url, err)
+		}
+	}
+	if url, err := c.CreatePortal(ctx, "cus_123", "https://app.example/"); err != nil || !strings.HasPrefix(url, "https://") {
+		t.Fatalf("portal: %q %v", url, err)
+	}
+}
+
+func TestSessionsSendExactlyTheseParameters(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		got = append(got, r.Method+" "+r.URL.Path+" "+unescape(r.PostForm.Encode()))
+		fmt.Fprint(w, `{"id":"cs_1","url":"https://checkout.example/c/cs_1"}`)
+	}))
+	defer srv.Close()
+	c := New(Config{Key: "sk_test_x", Base: srv.URL})
+	ctx := context.Background()
+	const user = "00000000-0000-4000-8000-000000000001"
+	c.CreateCheckout(ctx, Checkout{Price: "price_pro", UserID: user, Customer: "cus_1", CustomerEmail: "ignored@example.com", SuccessURL: "https://a/s", CancelURL: "https://a/c"})
+	c.CreateCheckout(ctx, Checkout{Price: "price_pro", UserID: user, CustomerEmail: "ada@example.com", SuccessURL: "https://a/s", CancelURL: "https://a/c"})
+	url, err := c.CreatePortal(ctx, "cus_1", "https://a/")
+	if err != nil || url != "https://checkout.example/c/cs_1" {
+		t.Fatalf("portal: %q %v", url, err)
+	}
+	want := []string{
+		"POST /v1/checkout/sessions cancel_url=https://a/c&client_reference_id=" + user + "&customer=cus_1&line_items[0][price]=price_pro&line_items[0][quantity]=1&mode=subscription&subscription_data[metadata][user_id]=" + user + "&success_url=https://a/s",
+		"POST /v1/checkout/sessions cancel_url=https://a/c&client_reference_id=" + user + "&customer_email=ada@example.com&line_items[0][price]=price_pro&line_items[0][quantity]=1&mode=subscription&subscription_data[metadata][user_id]=" + user + "&success_url=https://a/s",
+		"POST /v1/billing_portal/sessions customer=cus_1&return_url=https://a/",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("sent\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -55,6 +55,7 @@ type PlanPrice struct {
 	PriceID   string
 	PlanID    int64
 	CreatedAt time.Time
+	Position  int32
 }
 
 type ProviderEvent struct {

@@ -172,13 +172,14 @@ func (q *Queries) ListAllPlanEntitlements(ctx context.Context) ([]ListAllPlanEnt
 }
 
 const listPlanPrices = `-- name: ListPlanPrices :many
-select pp.provider, pp.price_id, pp.plan_id from plan_prices pp order by pp.provider, pp.price_id
+select pp.provider, pp.price_id, pp.plan_id, pp.position from plan_prices pp order by pp.provider, pp.price_id
 `
 
 type ListPlanPricesRow struct {
 	Provider string
 	PriceID  string
 	PlanID   int64
+	Position int32
 }
 
 func (q *Queries) ListPlanPrices(ctx context.Context) ([]ListPlanPricesRow, error) {
@@ -190,7 +191,12 @@ func (q *Queries) ListPlanPrices(ctx context.Context) ([]ListPlanPricesRow, erro
 	var items []ListPlanPricesRow
 	for rows.Next() {
 		var i ListPlanPricesRow
-		if err := rows.Scan(&i.Provider, &i.PriceID, &i.PlanID); err != nil {
+		if err := rows.Scan(
+			&i.Provider,
+			&i.PriceID,
+			&i.PlanID,
+			&i.Position,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -285,6 +291,93 @@ func (q *Queries) PlanEntitlements(ctx context.Context, planID int64) ([]PlanEnt
 	return items, nil
 }
 
+const planWebPrices = `-- name: PlanWebPrices :many
+select p.id as plan_id, p.name as plan_name, p.tier, pp.price_id
+from plans p
+left join plan_prices pp on pp.plan_id = p.id and pp.provider = 'web'
+where p.key = $1 and p.archived_at is null
+order by pp.position, pp.price_id
+`
+
+type PlanWebPricesRow struct {
+	PlanID   int64
+	PlanName string
+	Tier     int32
+	PriceID  sql.NullString
+}
+
+// A live plan's web prices in the plans file's order.
+func (q *Queries) PlanWebPrices(ctx context.Context, key string) ([]PlanWebPricesRow, error) {
+	rows, err := q.db.QueryContext(ctx, planWebPrices, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PlanWebPricesRow
+	for rows.Next() {
+		var i PlanWebPricesRow
+		if err := rows.Scan(
+			&i.PlanID,
+			&i.PlanName,
+			&i.Tier,
+			&i.PriceID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const plansSoldOnWeb = `-- name: PlansSoldOnWeb :many
+select p.id, p.key, p.name, p.tier from plans p
+where p.archived_at is null
+  and exists (select 1 from plan_prices pp where pp.plan_id = p.id and pp.provider = 'web')
+order by p.tier
+`
+
+type PlansSoldOnWebRow struct {
+	ID   int64
+	Key  string
+	Name string
+	Tier int32
+}
+
+// Live plans with at least one web price, lowest tier first: what the account page offers.
+func (q *Queries) PlansSoldOnWeb(ctx context.Context) ([]PlansSoldOnWebRow, error) {
+	rows, err := q.db.QueryContext(ctx, plansSoldOnWeb)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PlansSoldOnWebRow
+	for rows.Next() {
+		var i PlansSoldOnWebRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Key,
+			&i.Name,
+			&i.Tier,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const updatePlan = `-- name: UpdatePlan :exec
 update plans set name = $1, tier = $2, is_default = $3, archived_at = null, updated_at = $4
 where id = $5
@@ -328,14 +421,15 @@ func (q *Queries) UpsertEntitlement(ctx context.Context, arg UpsertEntitlementPa
 }
 
 const upsertPlanPrice = `-- name: UpsertPlanPrice :exec
-insert into plan_prices (provider, price_id, plan_id, created_at) values ($1, $2, $3, $4)
-on conflict (provider, price_id) do update set plan_id = excluded.plan_id
+insert into plan_prices (provider, price_id, plan_id, position, created_at) values ($1, $2, $3, $4, $5)
+on conflict (provider, price_id) do update set plan_id = excluded.plan_id, position = excluded.position
 `
 
 type UpsertPlanPriceParams struct {
 	Provider string
 	PriceID  string
 	PlanID   int64
+	Position int32
 	Now      time.Time
 }
 
@@ -344,6 +438,7 @@ func (q *Queries) UpsertPlanPrice(ctx context.Context, arg UpsertPlanPriceParams
 		arg.Provider,
 		arg.PriceID,
 		arg.PlanID,
+		arg.Position,
 		arg.Now,
 	)
 	return err

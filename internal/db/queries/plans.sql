@@ -46,11 +46,26 @@ delete from usage_limits where plan_id = sqlc.arg(plan_id);
 insert into usage_limits (plan_id, entitlement_id, limit_value) values (sqlc.arg(plan_id), sqlc.arg(entitlement_id), sqlc.arg(limit_value));
 
 -- name: ListPlanPrices :many
-select pp.provider, pp.price_id, pp.plan_id from plan_prices pp order by pp.provider, pp.price_id;
+select pp.provider, pp.price_id, pp.plan_id, pp.position from plan_prices pp order by pp.provider, pp.price_id;
 
 -- name: UpsertPlanPrice :exec
-insert into plan_prices (provider, price_id, plan_id, created_at) values (sqlc.arg(provider), sqlc.arg(price_id), sqlc.arg(plan_id), sqlc.arg(now))
-on conflict (provider, price_id) do update set plan_id = excluded.plan_id;
+insert into plan_prices (provider, price_id, plan_id, position, created_at) values (sqlc.arg(provider), sqlc.arg(price_id), sqlc.arg(plan_id), sqlc.arg(position), sqlc.arg(now))
+on conflict (provider, price_id) do update set plan_id = excluded.plan_id, position = excluded.position;
+
+-- name: PlanWebPrices :many
+-- A live plan's web prices in the plans file's order.
+select p.id as plan_id, p.name as plan_name, p.tier, pp.price_id
+from plans p
+left join plan_prices pp on pp.plan_id = p.id and pp.provider = 'web'
+where p.key = sqlc.arg(key) and p.archived_at is null
+order by pp.position, pp.price_id;
 
 -- name: DeletePlanPrice :exec
 delete from plan_prices where provider = sqlc.arg(provider) and price_id = sqlc.arg(price_id);
+
+-- name: PlansSoldOnWeb :many
+-- Live plans with at least one web price, lowest tier first: what the account page offers.
+select p.id, p.key, p.name, p.tier from plans p
+where p.archived_at is null
+  and exists (select 1 from plan_prices pp where pp.plan_id = p.id and pp.provider = 'web')
+order by p.tier;
