@@ -70,12 +70,16 @@ func NewServer(e env, d *db.DB) (*Server, error) {
 		SwaggerUI: e.cfg.SwaggerUIEnabled,
 		Log:       e.log,
 	})
-	s.web, err = web.New(web.Options{
+	webOpts := web.Options{
 		DB: d, Identity: identity.New(e.cfg.AuthURL, e.cfg.AuthAPIKey, nil), Billing: s.billing, Throttles: throttles,
 		PublicURL: e.cfg.PublicURL, OAuthProviders: e.cfg.OAuthProviders, SecureCookies: e.cfg.Env != config.Development,
 		Brand: web.Brand{AppName: e.cfg.AppName, Color: e.cfg.BrandColor, LogoURL: e.cfg.BrandLogoURL, TemplatesDir: e.cfg.TemplatesDir},
 		Log:   e.log,
-	})
+	}
+	if e.cfg.WebAPIKey != "" {
+		webOpts.CheckoutPages = webprovider.PageOrigins(e.cfg.WebAPIBase)
+	}
+	s.web, err = web.New(webOpts)
 	if err != nil {
 		return nil, err
 	}

@@ -123,29 +123,32 @@ type WebOffers struct {
 	Manage   bool
 }
 
-// Offers lists the user's web offers for a position loaded just before. Without
-// WEB_API_KEY there are none.
-func (s *Service) Offers(ctx context.Context, position Entitlements) (WebOffers, error) {
+// Offers lists the user's web offers. Without WEB_API_KEY there are none.
+func (s *Service) Offers(ctx context.Context, userID string) (WebOffers, error) {
 	var offers WebOffers
 	if s.webAPI == nil {
 		return offers, nil
 	}
 	err := s.request(ctx, func(ctx context.Context) error {
+		position, err := s.entitlements(ctx, userID)
+		if err != nil {
+			return err
+		}
 		q := dbq.New(s.db)
 		plans, err := q.PlansSoldOnWeb(ctx)
 		if err != nil {
 			return err
 		}
 		current := int32(-1)
-		if p := position.Plan(); p != nil && position.Subscribed() {
-			current = p.tier
+		if g := position.Governing(); g != nil {
+			current = g.Plan.tier
 		}
 		for _, p := range plans {
 			if p.Tier > current {
 				offers.Upgrades = append(offers.Upgrades, Plan{Key: p.Key, Name: p.Name, id: p.ID, tier: p.Tier})
 			}
 		}
-		customer, err := webCustomerOf(ctx, q, position.UserID)
+		customer, err := webCustomerOf(ctx, q, userID)
 		offers.Manage = customer != ""
 		return err
 	})

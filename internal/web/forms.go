@@ -229,20 +229,8 @@ func otpType(t string) string {
 // --- account page
 
 func (w *Web) account(rw http.ResponseWriter, r *http.Request) {
-	user, err := w.LookupUser(r.Context(), "")
-	if user == nil && err == nil {
-		w.redirect(rw, r, "/session/new", "", "")
-		return
-	}
-	if _, rejected := identity.AsError(err); err != nil && !rejected {
-		w.refuse(rw, r, "user lookup", "message", page{Title: "Your account"}, err)
-		return
-	}
-	if err != nil {
-		// The identity service no longer knows this session (signed out elsewhere, revoked).
-		w.logFailure(r, "user lookup", err)
-		w.sessions.Destroy(r.Context())
-		w.redirect(rw, r, "/session/new", keyAlert, msgSessionEnded)
+	user := w.signedIn(rw, r)
+	if user == nil {
 		return
 	}
 	view := &accountView{Email: user.Email}
@@ -256,6 +244,41 @@ func (w *Web) account(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		view.fill(answer)
+		offers, err := w.opts.Billing.Offers(r.Context(), user.ID)
+		if err != nil {
+			w.refuse(rw, r, "entitlements", "message", page{Title: "Your account"}, err)
+			return
+		}
+		view.Upgrades, view.ManageBilling = offers.Upgrades, offers.Manage
 	}
-	w.render(rw, r, http.StatusOK, "account", page{Title: "Your account", Account: view})
+	w.render(rw, r, http.StatusOK, "account", page{Title: "Your account", Account: view, Notice: checkoutNotices[r.URL.Query().Get("checkout")]})
+}
+
+// checkoutNotices greet a user back from the provider's checkout (its default success and
+// cancel URLs). The plan shows once the provider's webhooks arrive, usually at once.
+var checkoutNotices = map[string]string{
+	"success": "Thank you! Your new plan shows here as soon as the payment is confirmed.",
+	"cancel":  "Checkout was cancelled; nothing was charged.",
+}
+
+// signedIn is the session's user. Without one it answers the request itself (a redirect
+// to sign in, or the unavailable page) and returns nil.
+func (w *Web) signedIn(rw http.ResponseWriter, r *http.Request) *identity.User {
+	user, err := w.LookupUser(r.Context(), "")
+	if user == nil && err == nil {
+		w.redirect(rw, r, "/session/new", "", "")
+		return nil
+	}
+	if _, rejected := identity.AsError(err); err != nil && !rejected {
+		w.refuse(rw, r, "user lookup", "message", page{Title: "Your account"}, err)
+		return nil
+	}
+	if err != nil {
+		// The identity service no longer knows this session (signed out elsewhere, revoked).
+		w.logFailure(r, "user lookup", err)
+		w.sessions.Destroy(r.Context())
+		w.redirect(rw, r, "/session/new", keyAlert, msgSessionEnded)
+		return nil
+	}
+	return user
 }

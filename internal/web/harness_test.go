@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 	"github.com/tollgate/tollgate/internal/identity"
@@ -37,6 +38,9 @@ type harnessOpts struct {
 	oauth    []string
 	perEmail ratelimit.Limit
 	brand    Brand
+	billing  *billing.Service
+	// checkoutPages are the provider's page origins form-action allows.
+	checkoutPages []string
 }
 
 // newHarness serves the forms' real handler tree over the fake identity service, with a
@@ -58,6 +62,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		DB: h.db, Identity: identity.New(h.fake.URL, "", &http.Client{Timeout: 2 * 1e9}), Throttles: throttles,
 		PublicURL: h.srv.URL, OAuthProviders: o.oauth, SecureCookies: o.secure,
 		PerIP: ratelimit.Limit{Name: "forms/ip", Requests: 10_000, Window: 60 * 1e9}, PerEmail: o.perEmail, Brand: o.brand,
+		Billing: o.billing, CheckoutPages: o.checkoutPages,
 		Log: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {

@@ -8,6 +8,8 @@ import "net/http"
 func (w *Web) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", w.account)
+	mux.HandleFunc("POST /billing/checkout", w.startCheckout)
+	mux.HandleFunc("POST /billing/portal", w.openPortal)
 
 	mux.HandleFunc("GET /session/new", w.signInForm)
 	mux.HandleFunc("POST /session", w.createSession)
@@ -42,5 +44,5 @@ func (w *Web) Handler() http.Handler {
 	csrf := http.NewCrossOriginProtection()
 	csrf.SetDenyHandler(http.HandlerFunc(w.forbidden))
 	h = csrf.Handler(h)
-	return securityHeaders(w.opts.Brand.imageSource(), h)
+	return securityHeaders(w.opts.Brand.imageSource(), w.opts.CheckoutPages, h)
 }

@@ -44,7 +44,11 @@ type Options struct {
 	// PerIP and PerEmail bound form submissions; zero values take the defaults.
 	PerIP, PerEmail ratelimit.Limit
 	Brand           Brand
-	Log             *slog.Logger
+	// CheckoutPages are the origins of the web provider's hosted checkout and portal pages
+	// (webprovider.PageOrigins), which the account page's forms redirect to; empty when
+	// web purchases are off.
+	CheckoutPages []string
+	Log           *slog.Logger
 }
 
 // Web is the forms surface.
@@ -114,6 +118,10 @@ type oauthLink struct{ ID, Label string }
 type accountView struct {
 	Email, Plan, Status, PeriodEnd string
 	Entitlements                   []string
+	// Upgrades are the higher plans the user can buy on the web; ManageBilling offers the
+	// provider's portal to a user with a web customer.
+	Upgrades      []billing.Plan
+	ManageBilling bool
 }
 
 // fill shows the billing view, the same answer /api/v1/me gives, as the page's text.
@@ -191,14 +199,16 @@ func (w *Web) oauthLinks() []oauthLink {
 
 // securityHeaders go on every HTML response (DESIGN §5). Referrer-Policy no-referrer is
 // set everywhere because several pages are reached with codes in their URL.
-// A logo on another host (BRAND_LOGO_URL) adds its origin to img-src.
-func securityHeaders(imageSource string, next http.Handler) http.Handler {
+// A logo on another host (BRAND_LOGO_URL) adds its origin to img-src, and the provider's
+// checkout pages theirs to form-action: browsers check where a form's redirect leads.
+func securityHeaders(imageSource string, checkoutPages []string, next http.Handler) http.Handler {
 	images := "'self' data:"
 	if imageSource != "" {
 		images += " " + imageSource
 	}
+	formTargets := strings.Join(append([]string{"'self'"}, checkoutPages...), " ")
 	policy := "default-src 'self'; script-src 'self'; style-src 'self'; img-src " + images + "; " +
-		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+		"form-action " + formTargets + "; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Cache-Control", "no-store")

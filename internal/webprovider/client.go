@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -295,4 +296,19 @@ func (c *Client) createSession(ctx context.Context, path string, params stripe.P
 		return "", &Error{Message: "the session has no url"}
 	}
 	return session.URL, nil
+}
+
+// PageOrigins are the origins of the provider's hosted checkout and portal pages, where a
+// form that starts one ends up: a page's Content-Security-Policy form-action must allow
+// them, since browsers check a form's redirects against it. Stripe's API hosts them on
+// two origins of its own; any other base (stripe-mock, a test double) on its own origin.
+func PageOrigins(base string) []string {
+	base = strings.TrimRight(base, "/")
+	if base == "" || base == DefaultBase {
+		return []string{"https://checkout.stripe.com", "https://billing.stripe.com"}
+	}
+	if u, err := url.Parse(base); err == nil && u.Host != "" {
+		return []string{u.Scheme + "://" + u.Host}
+	}
+	return nil
 }

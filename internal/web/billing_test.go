@@ -1,0 +1,106 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/webprovider"
+)
+
+const accountPlans = `
+plans:
+  free: {default: true, entitlements: [{name: projects, value: 1}]}
+  pro: {name: Pro, entitlements: [{name: projects, value: 10}], web_prices: [price_pro]}
+  team: {name: Team, entitlements: [{name: projects, value: 50}], mobile_products: [com.example.team]}
+  enterprise: {name: Enterprise, entitlements: [{name: projects, value: 500}], web_prices: [price_enterprise]}
+`
+
+// newBillingHarness is the forms over a billing service whose web provider is provider.
+func newBillingHarness(t *testing.T, provider *httptest.Server) (*harness, *billing.Service) {
+	d := dbtest.SQLite(t)
+	b := billing.New(d, slog.New(slog.DiscardHandler), billing.Options{
+		MaxBody: 1 << 20, PublicURL: "http://forms.example.test",
+		WebAPI: webprovider.New(webprovider.Config{Key: "sk_test_forms", Base: provider.URL}),
+	})
+	plans, err := billing.ParsePlans([]byte(accountPlans))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.SyncPlans(context.Background(), plans); err != nil {
+		t.Fatal(err)
+	}
+	return newHarness(t, harnessOpts{db: d, billing: b, checkoutPages: webprovider.PageOrigins(provider.URL)}), b
+}
+
+func TestAccountPageStartsCheckoutAndOpensThePortal(t *testing.T) {
+	var sessions []string
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		sessions = append(sessions, r.URL.Path+" "+r.PostForm.Get("line_items[0][price]")+r.PostForm.Get("customer"))
+		fmt.Fprintf(w, `{"url":"%s/pay/%d"}`, "http://"+r.Host, len(sessions))
+	}))
+	defer provider.Close()
+	h, b := newBillingHarness(t, provider)
+
+	// Signed out, the buttons' routes send to sign in.
+	if r := h.post("/billing/checkout", url.Values{"plan": {"pro"}}); r.status != http.StatusSeeOther || r.location != "/session/new" {
+		t.Fatalf("signed out: %d %s", r.status, r.location)
+	}
+
+	userID := h.fake.AddUser("ada@example.test", "correct horse battery")
+	h.post("/session", url.Values{"email": {"ada@example.test"}, "password": {"correct horse battery"}})
+	account := h.get("/")
+	page := doc(t, account.body)
+	upgrades := find(page, "form", map[string]string{"action": "/billing/checkout"})
+	if len(upgrades) != 2 || !strings.Contains(text(upgrades[0]), "Upgrade to Pro") || !strings.Contains(text(upgrades[1]), "Upgrade to Enterprise") {
+		t.Fatalf("upgrade forms: %d\n%s", len(upgrades), account.body)
+	}
+	if len(find(page, "form", map[string]string{"action": "/billing/portal"})) != 0 {
+		t.Fatal("Manage billing offered without a web customer")
+	}
+	if csp := account.header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self' "+provider.URL+";") {
+		t.Fatalf("CSP %q does not let the form reach the provider's pages", csp)
+	}
+
+	// Upgrade: 303 to the provider's page; a cross-site post is refused first.
+	if r := h.post("/billing/checkout", url.Values{"plan": {"pro"}}, "Sec-Fetch-Site", "cross-site"); r.status != http.StatusForbidden {
+		t.Fatalf("cross-site checkout: %d", r.status)
+	}
+	r := h.post("/billing/checkout", url.Values{"plan": {"pro"}}, "Sec-Fetch-Site", "same-origin")
+	if r.status != http.StatusSeeOther || r.location != provider.URL+"/pay/1" || sessions[0] != "/v1/checkout/sessions price_pro" {
+		t.Fatalf("checkout: %d %s %v", r.status, r.location, sessions)
+	}
+	if notice := flash(t, h.get("/?checkout=success").body, "notice"); !strings.Contains(notice, "as soon as the payment is confirmed") {
+		t.Fatalf("back from checkout: notice %q", notice)
+	}
+
+	// Once subscribed through a customer: only the higher plan, Manage billing, the portal.
+	now := time.Now().Unix()
+	event := fmt.Sprintf(`{"id":"evt_1","object":"event","type":"customer.subscription.created","created":%d,"data":{"object":{
+		"id":"sub_1","object":"subscription","customer":"cus_ada","status":"active","created":%d,"metadata":{"user_id":"%s"},
+		"items":{"data":[{"price":{"id":"price_pro"},"current_period_end":%d}]}}}}`, now, now, userID, now+86400)
+	if _, err := b.Ingest(context.Background(), billing.ProviderWeb, "evt_1", "customer.subscription.created", []byte(event)); err != nil {
+		t.Fatal(err)
+	}
+	page = doc(t, h.get("/").body)
+	upgrades = find(page, "form", map[string]string{"action": "/billing/checkout"})
+	if len(upgrades) != 1 || !strings.Contains(text(upgrades[0]), "Upgrade to Enterprise") || len(find(page, "form", map[string]string{"action": "/billing/portal"})) != 1 {
+		t.Fatalf("subscribed account page offers %d upgrades", len(upgrades))
+	}
+	if r := h.post("/billing/portal", nil); r.status != http.StatusSeeOther || r.location != provider.URL+"/pay/2" || sessions[1] != "/v1/billing_portal/sessions cus_ada" {
+		t.Fatalf("portal: %d %s %v", r.status, r.location, sessions)
+	}
+	r = h.post("/billing/checkout", url.Values{"plan": {"pro"}})
+	if r.status != http.StatusSeeOther || r.location != "/" || flash(t, h.get("/").body, "alert") != "You already have this plan." {
+		t.Fatalf("buying pro again: %d %s", r.status, r.location)
+	}
+}
