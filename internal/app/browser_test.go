@@ -2,10 +2,14 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -274,5 +278,57 @@ func TestBrowserBrandedForms(t *testing.T) {
 		chromedp.Submit(chromedp.CSS("#password")), chromedp.WaitVisible(chromedp.CSS("dl.account")), screenshot("branded-account-long-email"))
 	if fits := eval(`(() => { const c = document.querySelector("main.card"); return String(c.scrollWidth <= c.clientWidth) })()`); fits != "true" {
 		t.Error("the long email overflows the card")
+	}
+}
+
+// TestBrowserUpgradeLandsOnCheckout clicks "Upgrade" on the account page: the form posts,
+// tollgate creates the checkout at the (stubbed) provider and the browser lands on its page,
+// which the page's form-action must allow.
+func TestBrowserUpgradeLandsOnCheckout(t *testing.T) {
+	ctx := browser(t)
+	fake := identitytest.New(t)
+	fake.Autoconfirm = true
+	var checkouts atomic.Int32
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/checkout/sessions":
+			r.ParseForm()
+			if r.PostForm.Get("line_items[0][price]") != "price_1TESTmonthlyPro000001" || r.PostForm.Get("customer_email") != "upgrade@example.test" {
+				http.Error(w, `{"error":{"type":"invalid_request_error","message":"unexpected"}}`, http.StatusBadRequest)
+				return
+			}
+			checkouts.Add(1)
+			fmt.Fprintf(w, `{"id":"cs_test_1","url":"http://%s/c/pay/cs_test_1"}`, r.Host)
+		case "/c/pay/cs_test_1":
+			fmt.Fprint(w, `<!doctype html><title>Checkout</title><h1 id="stub-checkout">Pay for Pro</h1>`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer provider.Close()
+	env := testEnv(t, map[string]string{
+		"APP_ENV": "development", "AUTH_URL": fake.URL, "WEB_API_KEY": "sk_test_browser", "WEB_API_BASE": provider.URL,
+	})
+	startServe(t, env)
+	base := env["PUBLIC_URL"]
+	do := func(step string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if err := chromedp.Do(stepCtx, steps...); err != nil {
+			u, _ := chromedp.Run(ctx, chromedp.Location())
+			body, _ := chromedp.Run(ctx, chromedp.Evaluate[string]("document.documentElement.outerHTML"))
+			t.Fatalf("%s: %v (at %s, %d checkout(s))\n%.2000s", step, err, u, checkouts.Load(), body)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	do("sign-up", chromedp.Navigate(base+"/registration/new"), chromedp.WaitVisible(chromedp.CSS("#email")),
+		chromedp.SendKeys(chromedp.CSS("#email"), "upgrade@example.test"), chromedp.SendKeys(chromedp.CSS("#password"), "a-good-password"),
+		chromedp.Submit(chromedp.CSS("#password")), chromedp.WaitVisible(chromedp.CSS("form.upgrade button")), screenshot("account-upgrade"))
+	do("upgrade", chromedp.Click(chromedp.CSS("form.upgrade button")), chromedp.WaitVisible(chromedp.CSS("#stub-checkout")))
+	if u, _ := chromedp.Run(ctx, chromedp.Location()); u != provider.URL+"/c/pay/cs_test_1" || checkouts.Load() != 1 {
+		t.Fatalf("landed on %s after %d checkout(s)", u, checkouts.Load())
 	}
 }

@@ -52,7 +52,7 @@ func TestAccountPageStartsCheckoutAndOpensThePortal(t *testing.T) {
 	h, b := newBillingHarness(t, provider)
 
 	// Signed out, the buttons' routes send to sign in.
-	if r := h.post("/billing/checkout", url.Values{"plan": {"pro"}}); r.status != http.StatusSeeOther || r.location != "/session/new" {
+	if r := h.post("/account/checkout", url.Values{"plan": {"pro"}}); r.status != http.StatusSeeOther || r.location != "/session/new" {
 		t.Fatalf("signed out: %d %s", r.status, r.location)
 	}
 
@@ -60,11 +60,11 @@ func TestAccountPageStartsCheckoutAndOpensThePortal(t *testing.T) {
 	h.post("/session", url.Values{"email": {"ada@example.test"}, "password": {"correct horse battery"}})
 	account := h.get("/")
 	page := doc(t, account.body)
-	upgrades := find(page, "form", map[string]string{"action": "/billing/checkout"})
+	upgrades := find(page, "form", map[string]string{"action": "/account/checkout"})
 	if len(upgrades) != 2 || !strings.Contains(text(upgrades[0]), "Upgrade to Pro") || !strings.Contains(text(upgrades[1]), "Upgrade to Enterprise") {
 		t.Fatalf("upgrade forms: %d\n%s", len(upgrades), account.body)
 	}
-	if len(find(page, "form", map[string]string{"action": "/billing/portal"})) != 0 {
+	if len(find(page, "form", map[string]string{"action": "/account/portal"})) != 0 {
 		t.Fatal("Manage billing offered without a web customer")
 	}
 	if csp := account.header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self' "+provider.URL+";") {
@@ -72,10 +72,10 @@ func TestAccountPageStartsCheckoutAndOpensThePortal(t *testing.T) {
 	}
 
 	// Upgrade: 303 to the provider's page; a cross-site post is refused first.
-	if r := h.post("/billing/checkout", url.Values{"plan": {"pro"}}, "Sec-Fetch-Site", "cross-site"); r.status != http.StatusForbidden {
+	if r := h.post("/account/checkout", url.Values{"plan": {"pro"}}, "Sec-Fetch-Site", "cross-site"); r.status != http.StatusForbidden {
 		t.Fatalf("cross-site checkout: %d", r.status)
 	}
-	r := h.post("/billing/checkout", url.Values{"plan": {"pro"}}, "Sec-Fetch-Site", "same-origin")
+	r := h.post("/account/checkout", url.Values{"plan": {"pro"}}, "Sec-Fetch-Site", "same-origin")
 	if r.status != http.StatusSeeOther || r.location != provider.URL+"/pay/1" || sessions[0] != "/v1/checkout/sessions price_pro" {
 		t.Fatalf("checkout: %d %s %v", r.status, r.location, sessions)
 	}
@@ -92,14 +92,14 @@ func TestAccountPageStartsCheckoutAndOpensThePortal(t *testing.T) {
 		t.Fatal(err)
 	}
 	page = doc(t, h.get("/").body)
-	upgrades = find(page, "form", map[string]string{"action": "/billing/checkout"})
-	if len(upgrades) != 1 || !strings.Contains(text(upgrades[0]), "Upgrade to Enterprise") || len(find(page, "form", map[string]string{"action": "/billing/portal"})) != 1 {
+	upgrades = find(page, "form", map[string]string{"action": "/account/checkout"})
+	if len(upgrades) != 1 || !strings.Contains(text(upgrades[0]), "Upgrade to Enterprise") || len(find(page, "form", map[string]string{"action": "/account/portal"})) != 1 {
 		t.Fatalf("subscribed account page offers %d upgrades", len(upgrades))
 	}
-	if r := h.post("/billing/portal", nil); r.status != http.StatusSeeOther || r.location != provider.URL+"/pay/2" || sessions[1] != "/v1/billing_portal/sessions cus_ada" {
+	if r := h.post("/account/portal", nil); r.status != http.StatusSeeOther || r.location != provider.URL+"/pay/2" || sessions[1] != "/v1/billing_portal/sessions cus_ada" {
 		t.Fatalf("portal: %d %s %v", r.status, r.location, sessions)
 	}
-	r = h.post("/billing/checkout", url.Values{"plan": {"pro"}})
+	r = h.post("/account/checkout", url.Values{"plan": {"pro"}})
 	if r.status != http.StatusSeeOther || r.location != "/" || flash(t, h.get("/").body, "alert") != "You already have this plan." {
 		t.Fatalf("buying pro again: %d %s", r.status, r.location)
 	}

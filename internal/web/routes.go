@@ -8,8 +8,8 @@ import "net/http"
 func (w *Web) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", w.account)
-	mux.HandleFunc("POST /billing/checkout", w.startCheckout)
-	mux.HandleFunc("POST /billing/portal", w.openPortal)
+	mux.HandleFunc("POST /account/checkout", w.startCheckout)
+	mux.HandleFunc("POST /account/portal", w.openPortal)
 
 	mux.HandleFunc("GET /session/new", w.signInForm)
 	mux.HandleFunc("POST /session", w.createSession)
