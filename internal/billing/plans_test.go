@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbq"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
@@ -128,6 +129,48 @@ plans:
 		e, err := h.svc.Entitlements(ctx, "33333333-4444-5555-6666-777777777777")
 		if err != nil || e.Plan() == nil || e.Plan().Key != "team" || !e.Entitled("seats") || e.Entitled("projects") {
 			t.Fatalf("default plan after the move: %+v %v", e.Plan(), err)
+		}
+	})
+}
+
+// A plan's web prices keep the plans file's order: a checkout without a price takes the
+// first, and reordering them is a change that plans sync reports.
+func TestSyncPlansKeepsThePriceOrder(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		ctx := context.Background()
+		sync := func(prices string) []string {
+			plans, err := ParsePlans([]byte("plans:\n  pro:\n    web_prices: [" + prices + "]\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			changes, err := h.svc.SyncPlans(ctx, plans)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return changes
+		}
+		order := func() string {
+			rows, err := dbq.New(d).PlanWebPrices(ctx, "pro")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, r := range rows {
+				ids = append(ids, r.PriceID.String)
+			}
+			return strings.Join(ids, ",")
+		}
+		sync("price_yearly, price_monthly")
+		if got := order(); got != "price_yearly,price_monthly" {
+			t.Fatalf("order %s", got)
+		}
+		changes := sync("price_monthly, price_yearly")
+		if got := order(); got != "price_monthly,price_yearly" || strings.Join(changes, "; ") != "web price price_monthly: moved to place 1 of plan pro; web price price_yearly: moved to place 2 of plan pro" {
+			t.Fatalf("order %s after %q", got, changes)
+		}
+		if changes := sync("price_monthly, price_yearly"); len(changes) != 0 {
+			t.Fatalf("the same order again changed %q", changes)
 		}
 	})
 }
