@@ -2,7 +2,6 @@ package billing
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"net/url"
 	"slices"
@@ -206,7 +205,7 @@ func (s *Service) providerFailure(ctx context.Context, what string, err error) e
 // webCustomerOf is the web customer id linked to the user, or "".
 func webCustomerOf(ctx context.Context, q *dbq.Queries, userID string) (string, error) {
 	customers, err := q.UserCustomers(ctx, userID)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err != nil {
 		return "", err
 	}
 	for _, c := range customers {
