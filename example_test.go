@@ -51,6 +51,8 @@ func ExampleApp_API() {
 		fmt.Println(path)
 	}
 	// Output:
+	// /api/v1/billing/checkout
+	// /api/v1/billing/portal
 	// /api/v1/hello
 	// /api/v1/me
 	// /api/v1/usage/{name}
