@@ -85,11 +85,9 @@ func (s *Service) Checkout(ctx context.Context, buyer Buyer, req CheckoutRequest
 			return "", ErrAlreadySubscribed
 		}
 	}
-	checkout := webprovider.Checkout{Price: price, UserID: buyer.UserID, Customer: customer, SuccessURL: success, CancelURL: cancel}
-	if customer == "" {
-		checkout.CustomerEmail = buyer.Email
-	}
-	sessionURL, err := s.webAPI.CreateCheckout(ctx, checkout)
+	sessionURL, err := s.webAPI.CreateCheckout(ctx, webprovider.Checkout{
+		Price: price, UserID: buyer.UserID, Customer: customer, CustomerEmail: buyer.Email, SuccessURL: success, CancelURL: cancel,
+	})
 	return sessionURL, s.providerFailure(ctx, "checkout", err)
 }
 
