@@ -1,7 +1,7 @@
 // Package webprovider calls the web billing provider's API (Stripe's) through its official
-// Go SDK: the pages of subscriptions a backfill reads. It waits out the provider's rate
-// limits and passing failures itself, and never lets the API key or a response body into
-// an error.
+// Go SDK: the pages of subscriptions a backfill reads, and the checkout and portal sessions
+// users start. It waits out the provider's rate limits and passing failures on reads, and
+// never lets the API key or a response body into an error.
 package webprovider
 
 import (
@@ -26,7 +26,7 @@ const DefaultBase = "https://api.stripe.com"
 
 // Config says how to reach the API and how patiently.
 type Config struct {
-	Key  string // WEB_API_KEY: a secret key, or a restricted key with read access to subscriptions
+	Key  string // WEB_API_KEY: a secret key, or a restricted one (docs/providers.md lists the permissions)
 	Base string // WEB_API_BASE; empty is DefaultBase
 	// Attempts is how many times a request is tried when the provider is rate limiting
 	// (429) or failing for a moment (5xx, 409, a network error); 8 when zero. The waits
@@ -35,14 +35,12 @@ type Config struct {
 	Attempts  int
 	FirstWait time.Duration
 	// OnWait, when set, is told of every wait before a retry, for a progress display.
-	OnWait     func(wait time.Duration, why string)
-	HTTPClient *http.Client
+	OnWait func(wait time.Duration, why string)
 }
 
-// Client reads from the provider's API.
+// Client calls the provider's API.
 type Client struct {
 	backend stripe.Backend
-	key     string
 	cfg     Config
 }
 
@@ -62,12 +60,11 @@ func New(cfg Config) *Client {
 	}
 	backend := stripe.GetBackendWithConfig(stripe.APIBackend, &stripe.BackendConfig{
 		URL:               stripe.String(strings.TrimRight(cfg.Base, "/")),
-		HTTPClient:        cfg.HTTPClient,
 		MaxNetworkRetries: stripe.Int64(0),
 		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
 		EnableTelemetry:   stripe.Bool(false),
 	})
-	return &Client{backend: backend, key: cfg.Key, cfg: cfg}
+	return &Client{backend: backend, cfg: cfg}
 }
 
 // SubscriptionQuery selects subscriptions, newest first as the provider lists them.
@@ -103,7 +100,6 @@ func (c *Client) Subscriptions(ctx context.Context, q SubscriptionQuery) (Subscr
 		limit = 100
 	}
 	params := &stripe.SubscriptionListParams{Status: stripe.String("all")}
-	params.Context = ctx
 	params.Limit = stripe.Int64(int64(limit))
 	if q.StartingAfter != "" {
 		params.StartingAfter = stripe.String(q.StartingAfter)
@@ -114,12 +110,10 @@ func (c *Client) Subscriptions(ctx context.Context, q SubscriptionQuery) (Subscr
 	if !q.CreatedSince.IsZero() {
 		params.CreatedRange = &stripe.RangeQueryParams{GreaterThanOrEqual: q.CreatedSince.Unix()}
 	}
-	query := &form.Values{}
-	form.AppendTo(query, params)
 	var page rawPage
 	err := c.retrying(ctx, func() error {
 		page = rawPage{}
-		return c.backend.CallRaw(http.MethodGet, "/v1/subscriptions", c.key, []byte(query.Encode()), params.GetParams(), &page)
+		return c.call(ctx, http.MethodGet, "/v1/subscriptions", params, &page)
 	})
 	if err != nil {
 		return SubscriptionPage{}, err
@@ -138,6 +132,17 @@ func (c *Client) Subscriptions(ctx context.Context, q SubscriptionQuery) (Subscr
 		return SubscriptionPage{}, errors.New("web provider API: an empty page said more follow")
 	}
 	return out, nil
+}
+
+// call sends params form-encoded, as the provider's v1 API takes them (in the query for a
+// GET), and decodes the answer into v. The SDK's Call would do the encoding too, but it
+// panics on list parameters, which have no Metadata field.
+func (c *Client) call(ctx context.Context, method, path string, params stripe.ParamsContainer, v stripe.LastResponseSetter) error {
+	common := params.GetParams()
+	common.Context = ctx
+	body := &form.Values{}
+	form.AppendTo(body, params)
+	return c.backend.CallRaw(method, path, c.cfg.Key, []byte(body.Encode()), common, v)
 }
 
 // retrying runs call until it succeeds, fails for good, runs out of attempts or ctx ends.
@@ -278,15 +283,11 @@ func (c *Client) CreatePortal(ctx context.Context, customer, returnURL string) (
 func (c *Client) createSession(ctx context.Context, path string, params stripe.ParamsContainer) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
 	defer cancel()
-	common := params.GetParams()
-	common.Context = ctx
-	body := &form.Values{}
-	form.AppendTo(body, params)
 	var session struct {
 		stripe.APIResource
 		URL string `json:"url"`
 	}
-	if err := c.backend.CallRaw(http.MethodPost, path, c.key, []byte(body.Encode()), common, &session); err != nil {
+	if err := c.call(ctx, http.MethodPost, path, params, &session); err != nil {
 		if ctx.Err() != nil {
 			return "", &Error{Message: "no answer within " + sessionTimeout.String()}
 		}
