@@ -129,17 +129,13 @@ func (s *Service) Backfill(ctx context.Context, api *webprovider.Client, opts Ba
 	work := context.WithoutCancel(ctx)
 	pace := newSQLitePacer(s.db)
 	for {
-		if ctx.Err() != nil {
-			sum.Interrupted = true
-			return sum, nil
-		}
 		// The snapshot's time is when the page was asked for, to the second, as event
 		// times are: an event of the same second may be later than the read, so it wins.
 		at := s.now().Truncate(time.Second)
 		page, err := api.Subscriptions(ctx, webprovider.SubscriptionQuery{
 			CreatedSince: opts.Since, Customer: opts.Customer, StartingAfter: sum.Cursor, Limit: opts.PageSize,
 		})
-		if ctx.Err() != nil {
+		if ctx.Err() != nil { // ended before or during the fetch: a cancelled fetch is no failure
 			sum.Interrupted = true
 			return sum, nil
 		}
