@@ -91,14 +91,12 @@ func binary() (string, error) {
 	}
 	// Packages test in parallel: each builds into a directory of its own and renames the
 	// finished one into place, so no test runs a half-written binary.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), "build-")
 	if err != nil {
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			return "", err
-		}
-		if tmp, err = os.MkdirTemp(filepath.Dir(dir), "build-"); err != nil {
-			return "", err
-		}
+		return "", err
 	}
 	defer os.RemoveAll(tmp)
 	install := exec.Command("go", "install", "github.com/stripe/stripe-mock@"+Version)
