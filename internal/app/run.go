@@ -31,6 +31,8 @@ func commands() []spec {
 		{"events replay", "re-run stored webhook events through the processors", cmdEventsReplay},
 		{"billing backfill", "read the web provider's subscriptions from its API into billing", cmdBillingBackfill},
 		{"webhook send", "sign a JSON event, POST it to a running server, say what it did", cmdWebhookSend},
+		{"deliveries list", "outbound webhooks, newest first: status, attempts, last error", cmdDeliveriesList},
+		{"deliveries retry", "send a pending or failed outbound webhook again now", cmdDeliveriesRetry},
 		{"keys create", "make a service key for a trusted backend (shown once)", cmdKeysCreate},
 		{"keys list", "list service keys: name, prefix, created, last used", cmdKeysList},
 		{"keys revoke", "revoke a service key at once", cmdKeysRevoke},
@@ -51,8 +53,8 @@ type spec struct {
 
 // command is a built command: its flags are defined on the FlagSet given to build.
 type command struct {
-	// args names the positional arguments the command requires, e.g. "USER_ID NAME";
-	// values are those given.
+	// args names the positional arguments the command requires, e.g. "USER_ID NAME", or
+	// takes in brackets, e.g. "[ID]"; values are those given.
 	args   string
 	values []string
 	help   string
@@ -182,7 +184,11 @@ func parseFlags(s spec, args []string, stdout io.Writer) (command, error) {
 		}
 		c.values = append(c.values, fs.Arg(0))
 	}
-	if want := len(strings.Fields(c.args)); len(c.values) != want {
+	want := len(strings.Fields(c.args))
+	if strings.HasPrefix(c.args, "[") && len(c.values) <= want {
+		return c, nil // optional arguments, such as "[ID]"
+	}
+	if len(c.values) != want {
 		if want == 0 {
 			return bad(fmt.Errorf("unexpected argument %q", c.values[0]))
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/identity"
+	"github.com/tollgate/tollgate/internal/outbound"
 	"github.com/tollgate/tollgate/internal/ratelimit"
 	"github.com/tollgate/tollgate/internal/servicekeys"
 	"github.com/tollgate/tollgate/internal/web"
@@ -36,6 +37,8 @@ type Server struct {
 	web       *web.Web
 	registry  *prometheus.Registry
 	metrics   *httpMetrics
+	// deliverer sends outbound webhooks; nil unless OUTBOUND_WEBHOOK_URL is set.
+	deliverer *outbound.Deliverer
 }
 
 // NewServer wires a server over an open, migrated database.
@@ -76,6 +79,10 @@ func NewServer(e env, d *db.DB) (*Server, error) {
 		Brand: web.Brand{AppName: e.cfg.AppName, Color: e.cfg.BrandColor, LogoURL: e.cfg.BrandLogoURL, TemplatesDir: e.cfg.TemplatesDir},
 		Log:   e.log,
 	}
+	if e.cfg.OutboundWebhookURL != "" {
+		s.deliverer = outbound.New(d, outbound.Options{URL: e.cfg.OutboundWebhookURL, Key: e.cfg.OutboundWebhookSecret, Log: e.log, Registerer: registry})
+		s.billing.OnBillingChange(func(context.Context, string) { s.deliverer.Wake() })
+	}
 	if e.cfg.WebAPIKey != "" {
 		webOpts.CheckoutPages = webprovider.PageOrigins(e.cfg.WebAPIBase)
 	}
@@ -92,6 +99,7 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) *billing.Service {
 		MobileAliases: e.cfg.MobileEventAliases, MountWebWebhook: e.cfg.WebIngestion == config.IngestWebhook,
 		SyncEngineSchema: syncEngineSchema(e.cfg), Registerer: reg,
 		PublicURL: e.cfg.PublicURL, CheckoutRedirectOrigins: e.cfg.CheckoutRedirectOrigins,
+		OutboundWebhooks: e.cfg.OutboundWebhookURL != "",
 	}
 	if e.cfg.WebAPIKey != "" {
 		opts.WebAPI = webAPI(e.cfg, nil)
@@ -203,6 +211,13 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		go s.keys.Run(ctx)
 	}
 	go s.web.RunSessionCleanup(ctx, time.Hour)
+	delivering := make(chan struct{})
+	go func() {
+		defer close(delivering)
+		if s.deliverer != nil {
+			s.deliverer.Run(ctx)
+		}
+	}()
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {
 		go func() { errc <- srv.Serve(listeners[i]) }()
@@ -226,6 +241,11 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
+	}
+	// Attempts in flight finish, so their outcome is recorded rather than left to the lease.
+	select {
+	case <-delivering:
+	case <-shutdownCtx.Done():
 	}
 	return nil
 }

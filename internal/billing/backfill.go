@@ -22,6 +22,9 @@ import (
 // webBackfillSnapshot is the last_event_type of a state read from the API by a backfill.
 const webBackfillSnapshot = "tollgate.backfill"
 
+// backfillEventID names the snapshot read at at, where an event's id would be.
+func backfillEventID(at time.Time) string { return fmt.Sprintf("backfill_%d", at.Unix()) }
+
 // What a backfill did, or would do, to one subscription.
 const (
 	BackfillCreated    = "created"
@@ -200,7 +203,7 @@ func (s *Service) backfillSubscription(ctx context.Context, raw json.RawMessage,
 	}
 	var changed []string
 	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
-		q := &txn{Queries: dbq.New(tx)}
+		q := &txn{Queries: dbq.New(tx), cause: ChangeCause{Provider: ProviderWeb, ProviderEventID: backfillEventID(at), EventType: webBackfillSnapshot}}
 		if _, err := tx.ExecContext(ctx, "savepoint backfill"); err != nil {
 			return err
 		}
@@ -278,7 +281,7 @@ func (s *Service) applyWebState(ctx context.Context, q *txn, ps providerSubscrip
 		}
 		ps.State = string(state)
 		ps.ProviderCustomerID = nullString(string(sub.Customer))
-		ps.LastEventID = nullString(fmt.Sprintf("backfill_%d", at.Unix()))
+		ps.LastEventID = nullString(backfillEventID(at))
 		ps.LastEventType, ps.LastEventAt = nullString(webBackfillSnapshot), nullTime(&at)
 		if err := s.saveProviderSubscription(ctx, q, ps); err != nil {
 			return false, err

@@ -73,6 +73,16 @@ func entitled(value any) bool {
 	return false
 }
 
+// metered reports whether any entitlement in force is a limit, counted by usage.
+func (e Entitlements) metered() bool {
+	for _, v := range e.Effective {
+		if _, ok := v.(int64); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // Limit is the numeric value of name, if it has one.
 func (e Entitlements) Limit(name string) (int64, bool) {
 	v, ok := e.Effective[name].(int64)
@@ -101,16 +111,30 @@ func (s *Service) Entitlements(ctx context.Context, userID string) (e Entitlemen
 
 func (s *Service) entitlements(ctx context.Context, userID string) (Entitlements, error) {
 	q := dbq.New(s.db)
-	e := Entitlements{UserID: userID, At: s.now(), Effective: map[string]any{}}
 	rows, err := q.ListUserSubscriptions(ctx, userID)
 	if err != nil {
-		return e, err
+		return Entitlements{}, err
 	}
+	subs, err := s.subscriptionsOf(ctx, q, userID, rows)
+	if err != nil {
+		return Entitlements{}, err
+	}
+	plans, err := loadPlanCatalogue(ctx, q)
+	if err != nil {
+		return Entitlements{}, err
+	}
+	return positionOf(userID, s.now(), subs, plans), nil
+}
+
+// subscriptionsOf turns a user's canonical rows into subscriptions, newest first. In
+// sync_engine mode the mirror, not old webhook rows, speaks for the web.
+func (s *Service) subscriptionsOf(ctx context.Context, q *dbq.Queries, userID string, rows []dbq.ListUserSubscriptionsRow) ([]Subscription, error) {
+	var subs []Subscription
 	for _, r := range rows {
 		if s.mirrorSchema != "" && r.Provider == ProviderWeb {
-			continue // in sync_engine mode the mirror, not old webhook rows, speaks for the web
+			continue
 		}
-		e.Subscriptions = append(e.Subscriptions, Subscription{
+		subs = append(subs, Subscription{
 			Provider: r.Provider, Status: r.Status, CurrentPeriodEnd: timePtr(r.CurrentPeriodEnd),
 			Plan: Plan{Key: r.PlanKey, Name: r.PlanName, id: r.PlanID, tier: r.PlanTier}, updated: r.UpdatedAt,
 		})
@@ -118,17 +142,56 @@ func (s *Service) entitlements(ctx context.Context, userID string) (Entitlements
 	if s.mirrorSchema != "" {
 		mirrored, err := s.mirrorSubscriptions(ctx, q, userID)
 		if err != nil {
-			return e, err
+			return nil, err
 		}
-		e.Subscriptions = append(e.Subscriptions, mirrored...)
-		slices.SortStableFunc(e.Subscriptions, func(a, b Subscription) int { return b.updated.Compare(a.updated) })
+		subs = append(subs, mirrored...)
+		slices.SortStableFunc(subs, func(a, b Subscription) int { return b.updated.Compare(a.updated) })
 	}
-	var plans []Plan
-	for _, sub := range e.Subscriptions {
-		if !sub.Entitling(e.At) {
+	return subs, nil
+}
+
+// planCatalogue is every plan's entitlement values, and the default plan.
+type planCatalogue struct {
+	values      map[int64]map[string]any
+	defaultPlan *Plan
+}
+
+func loadPlanCatalogue(ctx context.Context, q *dbq.Queries) (planCatalogue, error) {
+	rows, err := q.PlanCatalogue(ctx)
+	if err != nil {
+		return planCatalogue{}, err
+	}
+	c := planCatalogue{values: map[int64]map[string]any{}}
+	for _, r := range rows {
+		if c.values[r.ID] == nil {
+			c.values[r.ID] = map[string]any{}
+		}
+		if r.IsDefault && !r.ArchivedAt.Valid {
+			c.defaultPlan = &Plan{Key: r.Key, Name: r.Name, id: r.ID, tier: r.Tier}
+		}
+		if !r.Entitlement.Valid {
 			continue
 		}
-		plans = append(plans, sub.Plan)
+		value := decodeEntitlementValue(r.Value.String)
+		if r.LimitValue.Valid {
+			value = r.LimitValue.Int64 // SPEC 2.5: a metered entitlement's limit is its usage_limits row
+		}
+		c.values[r.ID][r.Entitlement.String] = value
+	}
+	return c, nil
+}
+
+// positionOf is a user's position at t from their subscriptions, newest first.
+// Entitlements combine over every entitling subscription (booleans OR, numbers max); with
+// none, the default plan's apply.
+func positionOf(userID string, at time.Time, subs []Subscription, plans planCatalogue) Entitlements {
+	e := Entitlements{UserID: userID, At: at, Subscriptions: subs, Effective: map[string]any{}}
+	var entitling []Plan
+	for _, sub := range subs {
+		if !sub.Entitling(at) {
+			continue
+		}
+		entitling = append(entitling, sub.Plan)
 		if e.governing == nil || sub.Plan.tier > e.governing.Plan.tier {
 			g := sub
 			e.governing = &g
@@ -136,35 +199,21 @@ func (s *Service) entitlements(ctx context.Context, userID string) (Entitlements
 	}
 	if e.governing != nil {
 		e.plan = &e.governing.Plan
-	} else {
-		def, err := q.DefaultPlan(ctx)
-		switch {
-		case err == nil:
-			e.plan = &Plan{Key: def.Key, Name: def.Name, id: def.ID, tier: def.Tier}
-			plans = append(plans, *e.plan)
-		case !errors.Is(err, sql.ErrNoRows):
-			return e, err
-		}
+	} else if plans.defaultPlan != nil {
+		e.plan = plans.defaultPlan
+		entitling = append(entitling, *e.plan)
 	}
 	seen := map[int64]bool{}
-	for _, p := range plans {
+	for _, p := range entitling {
 		if seen[p.id] {
 			continue
 		}
 		seen[p.id] = true
-		values, err := q.PlanEntitlements(ctx, p.id)
-		if err != nil {
-			return e, err
-		}
-		for _, v := range values {
-			value := decodeEntitlementValue(v.Value)
-			if v.LimitValue.Valid {
-				value = v.LimitValue.Int64 // SPEC 2.5: a metered entitlement's limit is its usage_limits row
-			}
-			e.Effective[v.Name] = combine(e.Effective[v.Name], value)
+		for name, value := range plans.values[p.id] {
+			e.Effective[name] = combine(e.Effective[name], value)
 		}
 	}
-	return e, nil
+	return e
 }
 
 func combine(a, b any) any {

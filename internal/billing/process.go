@@ -50,10 +50,11 @@ var mobileRank = map[string]int{
 	"subscription_refunded":     3,
 }
 
-// txn is the queries of one event's transaction, and the users whose billing answer it
-// changed: they are told (OnBillingChange) once it commits.
+// txn is the queries of one event's transaction, what caused it, and the users whose
+// billing answer it changed: they are told (OnBillingChange) once it commits.
 type txn struct {
 	*dbq.Queries
+	cause   ChangeCause
 	changed []string
 	user    string // the user the event resolved to, if it did
 }
@@ -73,11 +74,11 @@ type Processed struct {
 // or that can never be processed, leaves every canonical row exactly as it was, and its
 // reason is stored on the event so that `events replay --unprocessed` finds it again. Any
 // other error is returned so the transaction rolls back and the provider retries.
-func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider, eventID string, body []byte) (Processed, error) {
+func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider, eventID, eventType string, body []byte) (Processed, error) {
 	if _, err := tx.ExecContext(ctx, "savepoint process_event"); err != nil {
 		return Processed{}, err
 	}
-	q := &txn{Queries: dbq.New(tx)}
+	q := &txn{Queries: dbq.New(tx), cause: ChangeCause{Provider: provider, ProviderEventID: eventID, EventType: eventType}}
 	var outcome string
 	var err error
 	switch provider {
@@ -301,20 +302,10 @@ func (s *Service) materialiseWeb(ctx context.Context, q *txn, ps providerSubscri
 	if err != nil {
 		return "", err
 	}
-	return outcome, q.upsertSubscription(ctx, customer.userID, dbq.UpsertSubscriptionParams{
+	return outcome, s.upsertSubscription(ctx, q, customer.userID, dbq.UpsertSubscriptionParams{
 		ProviderSubscriptionID: ps.ID, BillingCustomerID: customer.id, PlanID: plan, Provider: ProviderWeb,
 		Status: status, CurrentPeriodEnd: nullTime(periodEnd), Now: s.now(),
 	})
-}
-
-// upsertSubscription writes a canonical row and remembers its user when it changed.
-func (q *txn) upsertSubscription(ctx context.Context, userID string, arg dbq.UpsertSubscriptionParams) error {
-	n, err := q.UpsertSubscription(ctx, arg)
-	q.user = userID
-	if err == nil && n > 0 {
-		q.changed = append(q.changed, userID)
-	}
-	return err
 }
 
 // webCanonical maps a web subscription snapshot, and the payments seen for it, to the
@@ -551,7 +542,7 @@ func (s *Service) materialiseMobile(ctx context.Context, q *txn, ps providerSubs
 	if err != nil {
 		return "", err
 	}
-	return outcome, q.upsertSubscription(ctx, state.CustomerUserID, dbq.UpsertSubscriptionParams{
+	return outcome, s.upsertSubscription(ctx, q, state.CustomerUserID, dbq.UpsertSubscriptionParams{
 		ProviderSubscriptionID: ps.ID, BillingCustomerID: c.ID, PlanID: plan, Provider: ProviderMobile,
 		Status: state.Status, CurrentPeriodEnd: nullTime(state.PeriodEnd), Now: s.now(),
 	})

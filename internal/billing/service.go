@@ -36,8 +36,11 @@ type Options struct {
 	WebAPI                  *webprovider.Client
 	PublicURL               string
 	CheckoutRedirectOrigins []string
-	Clock                   func() time.Time
-	Registerer              prometheus.Registerer
+	// OutboundWebhooks records an entitlements.changed event in the outbox with every
+	// change of a user's billing answer (OUTBOUND_WEBHOOK_URL is set).
+	OutboundWebhooks bool
+	Clock            func() time.Time
+	Registerer       prometheus.Registerer
 }
 
 // Service is the billing domain: webhook ingestion, plans, entitlements and usage.
@@ -55,6 +58,7 @@ type Service struct {
 	publicURL     string
 	// redirectOrigins are the scheme://host[:port] a checkout may return to.
 	redirectOrigins []string
+	announce        bool // record changes in the outbox
 	outcomes        *prometheus.CounterVec
 	onChange        []func(ctx context.Context, userID string)
 }
@@ -68,7 +72,7 @@ func New(d *db.DB, log *slog.Logger, opts Options) *Service {
 	s := &Service{
 		db: d, log: log, webSecret: opts.WebSecret, mobileSecret: opts.MobileSecret, maxBody: opts.MaxBody,
 		mobileAliases: opts.MobileAliases, mountWeb: opts.MountWebWebhook, mirrorSchema: opts.SyncEngineSchema,
-		webAPI: opts.WebAPI, publicURL: strings.TrimRight(opts.PublicURL, "/"),
+		webAPI: opts.WebAPI, announce: opts.OutboundWebhooks, publicURL: strings.TrimRight(opts.PublicURL, "/"),
 		now: func() time.Time { return clock().UTC() },
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_webhook_events_total",
@@ -102,7 +106,7 @@ func (s *Service) Ingest(ctx context.Context, provider, eventID, eventType strin
 			if err != nil {
 				return err
 			}
-			done, err = s.processEvent(ctx, tx, rowID, provider, eventID, body)
+			done, err = s.processEvent(ctx, tx, rowID, provider, eventID, eventType, body)
 			return err
 		})
 	})
@@ -209,7 +213,7 @@ func (s *Service) Replay(ctx context.Context, f ReplayFilter, report func(provid
 			if err != nil {
 				return err
 			}
-			done, err = s.processEvent(ctx, tx, ev.ID, ev.Provider, ev.ProviderEventID, ev.Payload)
+			done, err = s.processEvent(ctx, tx, ev.ID, ev.Provider, ev.ProviderEventID, ev.EventType, ev.Payload)
 			return err
 		})
 		if err != nil {

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +65,11 @@ type Config struct {
 	// CheckoutRedirectOrigins are origins (scheme://host[:port]) besides PUBLIC_URL's that a
 	// checkout's success and cancel URLs may point to.
 	CheckoutRedirectOrigins []string
+
+	// OutboundWebhookURL, when set, is where every change of a user's billing answer is
+	// delivered, signed with OutboundWebhookSecret (the key behind "whsec_", decoded).
+	OutboundWebhookURL    string
+	OutboundWebhookSecret []byte
 
 	CORSOrigins      []string
 	SwaggerUIEnabled bool
@@ -207,6 +213,18 @@ func Load(getenv func(string) string) (Config, error) {
 		c.CheckoutRedirectOrigins = append(c.CheckoutRedirectOrigins, strings.TrimRight(origin, "/"))
 	}
 
+	c.OutboundWebhookURL = get("OUTBOUND_WEBHOOK_URL", "")
+	if c.OutboundWebhookURL != "" {
+		if u, err := url.Parse(c.OutboundWebhookURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+			fail("OUTBOUND_WEBHOOK_URL", "want the http(s) URL of your backend's endpoint, without credentials, got %q", c.OutboundWebhookURL)
+		}
+		secret, err := parseWebhookSecret(get("OUTBOUND_WEBHOOK_SECRET", ""))
+		if err != nil {
+			fail("OUTBOUND_WEBHOOK_SECRET", "%v", err)
+		}
+		c.OutboundWebhookSecret = secret
+	}
+
 	if raw := get("CORS_ORIGINS", ""); raw != "" {
 		c.CORSOrigins = splitList(raw)
 	}
@@ -307,6 +325,20 @@ func isLogoURL(s string) bool {
 	}
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+}
+
+// parseWebhookSecret decodes a Standard Webhooks secret: "whsec_" and the base64 of 24 to
+// 64 random bytes. The secret itself is never quoted back.
+func parseWebhookSecret(raw string) ([]byte, error) {
+	encoded, ok := strings.CutPrefix(raw, "whsec_")
+	if !ok {
+		return nil, errors.New(`required when OUTBOUND_WEBHOOK_URL is set: "whsec_" followed by base64 of 24 to 64 random bytes (openssl rand -base64 32)`)
+	}
+	key, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil || len(key) < 24 || len(key) > 64 {
+		return nil, errors.New(`want "whsec_" followed by base64 of 24 to 64 random bytes (openssl rand -base64 32)`)
+	}
+	return key, nil
 }
 
 // ParseSize reads a byte count such as 1048576, 512KiB, 1MiB or 2MB.

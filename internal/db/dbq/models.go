@@ -33,6 +33,22 @@ type Entitlement struct {
 	CreatedAt time.Time
 }
 
+type OutboundDelivery struct {
+	ID            int64
+	MessageID     string
+	UserID        string
+	EventType     string
+	Payload       string
+	Status        string
+	Attempts      int32
+	NextAttemptAt time.Time
+	LeaseUntil    sql.NullTime
+	GiveUpAt      time.Time
+	LastError     sql.NullString
+	CreatedAt     time.Time
+	DeliveredAt   sql.NullTime
+}
+
 type Plan struct {
 	ID         int64
 	Key        string

@@ -253,31 +253,50 @@ func (q *Queries) ListPlans(ctx context.Context) ([]ListPlansRow, error) {
 	return items, nil
 }
 
-const planEntitlements = `-- name: PlanEntitlements :many
-select e.name, pe.value, ul.limit_value
-from plan_entitlements pe
-join entitlements e on e.id = pe.entitlement_id
+const planCatalogue = `-- name: PlanCatalogue :many
+select p.id, p.key, p.name, p.tier, p.is_default, p.archived_at, e.name as entitlement, pe.value, ul.limit_value
+from plans p
+left join plan_entitlements pe on pe.plan_id = p.id
+left join entitlements e on e.id = pe.entitlement_id
 left join usage_limits ul on ul.plan_id = pe.plan_id and ul.entitlement_id = pe.entitlement_id
-where pe.plan_id = $1 order by e.name
+order by p.id, e.name
 `
 
-type PlanEntitlementsRow struct {
-	Name       string
-	Value      string
-	LimitValue sql.NullInt64
+type PlanCatalogueRow struct {
+	ID          int64
+	Key         string
+	Name        string
+	Tier        int32
+	IsDefault   bool
+	ArchivedAt  sql.NullTime
+	Entitlement sql.NullString
+	Value       sql.NullString
+	LimitValue  sql.NullInt64
 }
 
-// Numeric entitlements are limits: they come with their usage_limits row.
-func (q *Queries) PlanEntitlements(ctx context.Context, planID int64) ([]PlanEntitlementsRow, error) {
-	rows, err := q.db.QueryContext(ctx, planEntitlements, planID)
+// Every plan with its entitlements, one row per entitlement (one row with a null name for a
+// plan without any). Numeric entitlements are limits: they come with their usage_limits row.
+// A few plans of a few entitlements each: one read answers any user's position.
+func (q *Queries) PlanCatalogue(ctx context.Context) ([]PlanCatalogueRow, error) {
+	rows, err := q.db.QueryContext(ctx, planCatalogue)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []PlanEntitlementsRow
+	var items []PlanCatalogueRow
 	for rows.Next() {
-		var i PlanEntitlementsRow
-		if err := rows.Scan(&i.Name, &i.Value, &i.LimitValue); err != nil {
+		var i PlanCatalogueRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Key,
+			&i.Name,
+			&i.Tier,
+			&i.IsDefault,
+			&i.ArchivedAt,
+			&i.Entitlement,
+			&i.Value,
+			&i.LimitValue,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -27,6 +27,47 @@ func (q *Queries) GetCustomerByWebID(ctx context.Context, webCustomerID sql.Null
 	return i, err
 }
 
+const getSubscriptionBeforeChange = `-- name: GetSubscriptionBeforeChange :one
+select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+from subscriptions s
+join billing_customers c on c.id = s.billing_customer_id
+join plans p on p.id = s.plan_id
+where s.provider_subscription_id = $1
+`
+
+type GetSubscriptionBeforeChangeRow struct {
+	ProviderSubscriptionID int64
+	Provider               string
+	Status                 string
+	CurrentPeriodEnd       sql.NullTime
+	UpdatedAt              time.Time
+	PlanID                 int64
+	PlanKey                string
+	PlanName               string
+	PlanTier               int32
+	UserID                 string
+}
+
+// A canonical row as it stands before an upsert may change it, with its user: the
+// "previous" side of a billing change.
+func (q *Queries) GetSubscriptionBeforeChange(ctx context.Context, providerSubscriptionID int64) (GetSubscriptionBeforeChangeRow, error) {
+	row := q.db.QueryRowContext(ctx, getSubscriptionBeforeChange, providerSubscriptionID)
+	var i GetSubscriptionBeforeChangeRow
+	err := row.Scan(
+		&i.ProviderSubscriptionID,
+		&i.Provider,
+		&i.Status,
+		&i.CurrentPeriodEnd,
+		&i.UpdatedAt,
+		&i.PlanID,
+		&i.PlanKey,
+		&i.PlanName,
+		&i.PlanTier,
+		&i.UserID,
+	)
+	return i, err
+}
+
 const linkWebCustomer = `-- name: LinkWebCustomer :exec
 update billing_customers set web_customer_id = $1, updated_at = $2
 where id = $3 and web_customer_id is null
@@ -45,7 +86,7 @@ func (q *Queries) LinkWebCustomer(ctx context.Context, arg LinkWebCustomerParams
 }
 
 const listUserSubscriptions = `-- name: ListUserSubscriptions :many
-select s.provider, s.status, s.current_period_end, s.updated_at, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier
+select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier
 from subscriptions s
 join billing_customers c on c.id = s.billing_customer_id
 join plans p on p.id = s.plan_id
@@ -54,14 +95,15 @@ order by s.updated_at desc, s.id desc
 `
 
 type ListUserSubscriptionsRow struct {
-	Provider         string
-	Status           string
-	CurrentPeriodEnd sql.NullTime
-	UpdatedAt        time.Time
-	PlanID           int64
-	PlanKey          string
-	PlanName         string
-	PlanTier         int32
+	ProviderSubscriptionID int64
+	Provider               string
+	Status                 string
+	CurrentPeriodEnd       sql.NullTime
+	UpdatedAt              time.Time
+	PlanID                 int64
+	PlanKey                string
+	PlanName               string
+	PlanTier               int32
 }
 
 func (q *Queries) ListUserSubscriptions(ctx context.Context, userID string) ([]ListUserSubscriptionsRow, error) {
@@ -74,6 +116,7 @@ func (q *Queries) ListUserSubscriptions(ctx context.Context, userID string) ([]L
 	for rows.Next() {
 		var i ListUserSubscriptionsRow
 		if err := rows.Scan(
+			&i.ProviderSubscriptionID,
 			&i.Provider,
 			&i.Status,
 			&i.CurrentPeriodEnd,

@@ -80,3 +80,44 @@ func (q *Queries) ListUsage(ctx context.Context, arg ListUsageParams) ([]ListUsa
 	}
 	return items, nil
 }
+
+const listUsageInPeriods = `-- name: ListUsageInPeriods :many
+select name, period_end, used from usage_counters
+where user_id = $1 and (period_end = $2 or period_end = $3)
+`
+
+type ListUsageInPeriodsParams struct {
+	UserID  string
+	PeriodA time.Time
+	PeriodB time.Time
+}
+
+type ListUsageInPeriodsRow struct {
+	Name      string
+	PeriodEnd time.Time
+	Used      int64
+}
+
+// The counters of two periods at once: a billing change's before and after.
+func (q *Queries) ListUsageInPeriods(ctx context.Context, arg ListUsageInPeriodsParams) ([]ListUsageInPeriodsRow, error) {
+	rows, err := q.db.QueryContext(ctx, listUsageInPeriods, arg.UserID, arg.PeriodA, arg.PeriodB)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListUsageInPeriodsRow
+	for rows.Next() {
+		var i ListUsageInPeriodsRow
+		if err := rows.Scan(&i.Name, &i.PeriodEnd, &i.Used); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

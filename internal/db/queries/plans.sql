@@ -25,13 +25,16 @@ returning id;
 select pe.plan_id, e.name, pe.value from plan_entitlements pe join entitlements e on e.id = pe.entitlement_id
 order by pe.plan_id, e.name;
 
--- name: PlanEntitlements :many
--- Numeric entitlements are limits: they come with their usage_limits row.
-select e.name, pe.value, ul.limit_value
-from plan_entitlements pe
-join entitlements e on e.id = pe.entitlement_id
+-- name: PlanCatalogue :many
+-- Every plan with its entitlements, one row per entitlement (one row with a null name for a
+-- plan without any). Numeric entitlements are limits: they come with their usage_limits row.
+-- A few plans of a few entitlements each: one read answers any user's position.
+select p.id, p.key, p.name, p.tier, p.is_default, p.archived_at, e.name as entitlement, pe.value, ul.limit_value
+from plans p
+left join plan_entitlements pe on pe.plan_id = p.id
+left join entitlements e on e.id = pe.entitlement_id
 left join usage_limits ul on ul.plan_id = pe.plan_id and ul.entitlement_id = pe.entitlement_id
-where pe.plan_id = sqlc.arg(plan_id) order by e.name;
+order by p.id, e.name;
 
 -- name: DeletePlanEntitlements :exec
 delete from plan_entitlements where plan_id = sqlc.arg(plan_id);

@@ -53,9 +53,18 @@ where subscriptions.billing_customer_id <> excluded.billing_customer_id
    or subscriptions.current_period_end is distinct from excluded.current_period_end;
 
 -- name: ListUserSubscriptions :many
-select s.provider, s.status, s.current_period_end, s.updated_at, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier
+select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier
 from subscriptions s
 join billing_customers c on c.id = s.billing_customer_id
 join plans p on p.id = s.plan_id
 where c.user_id = sqlc.arg(user_id)
 order by s.updated_at desc, s.id desc;
+
+-- name: GetSubscriptionBeforeChange :one
+-- A canonical row as it stands before an upsert may change it, with its user: the
+-- "previous" side of a billing change.
+select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+from subscriptions s
+join billing_customers c on c.id = s.billing_customer_id
+join plans p on p.id = s.plan_id
+where s.provider_subscription_id = sqlc.arg(provider_subscription_id);

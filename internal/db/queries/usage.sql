@@ -10,3 +10,8 @@ returning used;
 
 -- name: ListUsage :many
 select name, used from usage_counters where user_id = sqlc.arg(user_id) and period_end = sqlc.arg(period_end);
+
+-- name: ListUsageInPeriods :many
+-- The counters of two periods at once: a billing change's before and after.
+select name, period_end, used from usage_counters
+where user_id = sqlc.arg(user_id) and (period_end = sqlc.arg(period_a) or period_end = sqlc.arg(period_b));

@@ -1,0 +1,61 @@
+-- name: InsertOutboundDelivery :exec
+insert into outbound_deliveries (message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
+values (sqlc.arg(message_id), sqlc.arg(user_id), sqlc.arg(event_type), sqlc.arg(payload), 'pending', sqlc.arg(now), sqlc.arg(give_up_at), sqlc.arg(now));
+
+-- name: ClaimDeliveries :many
+-- Leases up to max due deliveries, at most one per user: the oldest pending of its user, so
+-- one user's events go out in order. On SQLite, the single writer makes the update the claim.
+update outbound_deliveries set lease_until = sqlc.arg(lease_until), attempts = attempts + 1
+where id in (
+    select d.id from outbound_deliveries d
+    where d.status = 'pending' and d.next_attempt_at <= sqlc.arg(now)
+      and (d.lease_until is null or d.lease_until <= sqlc.arg(now))
+      and not exists (select 1 from outbound_deliveries e where e.user_id = d.user_id and e.status = 'pending' and e.id < d.id)
+    order by d.id
+    limit sqlc.arg(max)
+)
+returning id, message_id, user_id, payload, attempts, created_at, give_up_at;
+
+-- name: ClaimDeliveriesSkipLocked :many
+-- ClaimDeliveries for Postgres, where several instances claim at once: rows another
+-- instance is claiming are skipped rather than waited for.
+update outbound_deliveries set lease_until = sqlc.arg(lease_until), attempts = attempts + 1
+where id in (
+    select d.id from outbound_deliveries d
+    where d.status = 'pending' and d.next_attempt_at <= sqlc.arg(now)
+      and (d.lease_until is null or d.lease_until <= sqlc.arg(now))
+      and not exists (select 1 from outbound_deliveries e where e.user_id = d.user_id and e.status = 'pending' and e.id < d.id)
+    order by d.id
+    limit sqlc.arg(max)
+    for update skip locked
+)
+returning id, message_id, user_id, payload, attempts, created_at, give_up_at;
+
+-- name: MarkDelivered :exec
+update outbound_deliveries set status = 'delivered', delivered_at = sqlc.arg(now), lease_until = null, last_error = null
+where id = sqlc.arg(id);
+
+-- name: MarkAttemptFailed :exec
+-- status is pending (tried again at next_attempt_at) or failed (given up).
+update outbound_deliveries set status = sqlc.arg(status), next_attempt_at = sqlc.arg(next_attempt_at), lease_until = null, last_error = sqlc.arg(last_error)
+where id = sqlc.arg(id);
+
+-- name: ListDeliveries :many
+select id, message_id, user_id, event_type, status, attempts, next_attempt_at, last_error, created_at, delivered_at
+from outbound_deliveries
+where (sqlc.arg(status) = '' or status = sqlc.arg(status))
+  and (sqlc.arg(user_id) = '' or user_id = sqlc.arg(user_id))
+order by id desc
+limit sqlc.arg(max);
+
+-- name: RetryDelivery :execrows
+-- Makes a pending or failed delivery due now, with a new retry window; a delivered one is left.
+update outbound_deliveries set status = 'pending', next_attempt_at = sqlc.arg(now), give_up_at = sqlc.arg(give_up_at), lease_until = null
+where id = sqlc.arg(id) and status <> 'delivered';
+
+-- name: RetryFailedDeliveries :execrows
+update outbound_deliveries set status = 'pending', next_attempt_at = sqlc.arg(now), give_up_at = sqlc.arg(give_up_at), lease_until = null
+where status = 'failed';
+
+-- name: CountPendingDeliveries :one
+select count(*) from outbound_deliveries where status = 'pending';
