@@ -185,9 +185,9 @@ func (d *Deliverer) attempt(ctx context.Context, r dbq.ClaimDeliveriesRow) {
 		}
 		return
 	}
-	next, status, outcome := now.Add(d.opts.Backoff(int(r.Attempts))), "pending", "retried"
+	next, status, outcome := now.Add(d.opts.Backoff(int(r.Attempts))), Pending, "retried"
 	if next.After(r.GiveUpAt) {
-		status, outcome = "failed", "failed"
+		status, outcome = Failed, "failed"
 		d.opts.Log.WarnContext(ctx, "outbound delivery failed for good", "delivery_id", r.ID, "message_id", r.MessageID, "attempts", r.Attempts, "error", err)
 	} else {
 		d.opts.Log.InfoContext(ctx, "outbound delivery attempt failed", "delivery_id", r.ID, "attempt", r.Attempts, "retry_at", next, "error", err)
@@ -210,7 +210,7 @@ func (d *Deliverer) post(ctx context.Context, r dbq.ClaimDeliveriesRow) error {
 	if err != nil {
 		return errors.New("the request could not be built")
 	}
-	at := d.opts.Clock()
+	at := time.Now() // receivers hold it against their wall clock, whatever Clock says
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "tollgate-webhooks")
 	req.Header.Set("webhook-id", r.MessageID)

@@ -1,0 +1,197 @@
+package billing
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+)
+
+func withOutbound(o *Options) { o.OutboundWebhooks = true }
+
+// recordedEvent is an outbox row as a receiver would get it.
+type recordedEvent struct {
+	UserID, EventType string
+	Body              changeEvent
+	Raw               map[string]any
+}
+
+func (h *harness) outbox() []recordedEvent {
+	h.t.Helper()
+	rows, err := h.db.Query("select user_id, event_type, payload from outbound_deliveries order by id")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []recordedEvent
+	for rows.Next() {
+		var e recordedEvent
+		var payload string
+		if err := rows.Scan(&e.UserID, &e.EventType, &payload); err != nil {
+			h.t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(payload), &e.Body); err != nil {
+			h.t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(payload), &e.Raw); err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+func asJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestEveryChangeOfABillingAnswerIsRecordedOnce: each event that moves a user's answer adds
+// one entitlements.changed event whose current side is what /api/v1/me says right after,
+// and whose previous side is the answer before; events that move nothing add none.
+func TestEveryChangeOfABillingAnswerIsRecordedOnce(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d, withOutbound)
+		ctx := context.Background()
+		before, err := h.svc.View(ctx, fixtureUser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// expect sends an event and checks how many changes the outbox then holds. A new
+		// one must continue from the answer before and end at /me's answer now; without
+		// one, /me's answer must not have moved.
+		expect := func(what, provider string, body []byte, want int) {
+			t.Helper()
+			recorded := len(h.outbox())
+			h.mustSend(provider, body)
+			got := h.outbox()
+			if len(got) != want {
+				t.Fatalf("after %s: %d events recorded, want %d", what, len(got), want)
+			}
+			now, err := h.svc.View(ctx, fixtureUser)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == recorded {
+				if asJSON(t, now) != asJSON(t, before) {
+					t.Fatalf("after %s: the answer moved to %s and no change was recorded", what, asJSON(t, now))
+				}
+				return
+			}
+			last := got[len(got)-1].Body
+			if asJSON(t, last.Data.Previous) != asJSON(t, before) || asJSON(t, last.Data.Current) != asJSON(t, now) {
+				t.Fatalf("after %s: the newest change is\n %s -> %s\nwant\n %s -> %s", what,
+					asJSON(t, last.Data.Previous), asJSON(t, last.Data.Current), asJSON(t, before), asJSON(t, now))
+			}
+			before = now
+		}
+
+		updated := fixture(t, "web/customer.subscription.updated.json")
+		expect("a new subscription", ProviderWeb, updated, 1)
+		first := h.outbox()[0]
+		if first.UserID != fixtureUser || first.EventType != EntitlementsChanged || first.Body.Type != EntitlementsChanged ||
+			first.Body.Timestamp != fixtureNow.Format(time.RFC3339) || first.Body.Data.UserID != fixtureUser {
+			t.Errorf("first event: %+v", first)
+		}
+		if cause := first.Body.Data.Cause; cause != (ChangeCause{Provider: ProviderWeb, ProviderEventID: "evt_1TESTsubUpdated000000001", EventType: webSubscriptionUpdated}) {
+			t.Errorf("cause %+v", cause)
+		}
+		data := first.Raw["data"].(map[string]any)
+		previous, current := data["previous"].(map[string]any), data["current"].(map[string]any)
+		if previous["subscribed"] != false || previous["plan"].(map[string]any)["key"] != "free" || previous["status"] != nil ||
+			current["subscribed"] != true || current["plan"].(map[string]any)["key"] != "pro" || current["status"] != "active" ||
+			current["provider"] != "web" || current["entitlements"].(map[string]any)["exports"] != true {
+			t.Errorf("previous %v\ncurrent %v", previous, current)
+		}
+
+		expect("the same event again", ProviderWeb, updated, 1)
+		expect("an older event", ProviderWeb, fixture(t, "web/customer.subscription.created.json"), 1)
+		expect("an update that changes no answer", ProviderWeb, edit(t, updated, func(m map[string]any) {
+			m["id"], m["created"] = "evt_metadata", float64(fixtureCreated+30)
+			path(m, "data", "object")["metadata"].(map[string]any)["note"] = "hello"
+		}), 1)
+		expect("past due", ProviderWeb, edit(t, updated, func(m map[string]any) {
+			m["id"], m["created"] = "evt_past_due", float64(fixtureCreated+60)
+			path(m, "data", "object")["status"] = "past_due"
+		}), 2)
+		expect("an unresolved event", ProviderWeb, edit(t, updated, func(m map[string]any) {
+			m["id"], m["created"] = "evt_unmapped", float64(fixtureCreated+120)
+			path(path(m, "data", "object")["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_nobody_sells"
+		}), 2)
+		expect("a mobile purchase", ProviderMobile, fixture(t, "mobile/subscription_started.json"), 3)
+		if cause := h.outbox()[2].Body.Data.Cause; cause.Provider != ProviderMobile || cause.EventType != "subscription_started" || cause.ProviderEventID == "" {
+			t.Errorf("mobile cause %+v", cause)
+		}
+
+		n, err := h.svc.Replay(ctx, ReplayFilter{}, func(string, string, string) {})
+		if err != nil || n != 6 {
+			t.Fatalf("replay: %d, %v", n, err)
+		}
+		if got := len(h.outbox()); got != 3 {
+			t.Errorf("a replay that changes nothing recorded %d events, want none", got-3)
+		}
+	})
+}
+
+// TestARolledBackChangeRecordsNoEvent: a database error after the change was written rolls
+// back the change and its event together; the provider's retry then records it once.
+func TestARolledBackChangeRecordsNoEvent(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d, withOutbound)
+		failing := map[db.Engine][]string{
+			db.Postgres: {
+				`create function fail_processing() returns trigger language plpgsql as $$ begin raise exception 'injected failure'; end $$`,
+				`create trigger fail_processing before update on provider_events for each row execute function fail_processing()`,
+			},
+			db.SQLite: {`create trigger fail_processing before update on provider_events begin select raise(abort, 'injected failure'); end`},
+		}
+		for _, stmt := range failing[d.Engine] {
+			if _, err := d.Exec(stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		updated := fixture(t, "web/customer.subscription.updated.json")
+		if rec := h.sendWeb(updated); rec.Code < 500 {
+			t.Fatalf("a delivery whose transaction failed: %d %s, want 5xx so the provider retries", rec.Code, rec.Body)
+		}
+		var subs int
+		if err := d.QueryRow("select count(*) from subscriptions").Scan(&subs); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(h.outbox()); got != 0 || subs != 0 {
+			t.Fatalf("after the rollback: %d events, %d subscriptions; want none", got, subs)
+		}
+		if _, err := d.Exec("drop trigger fail_processing" + map[db.Engine]string{db.Postgres: " on provider_events"}[d.Engine]); err != nil {
+			t.Fatal(err)
+		}
+		h.mustSend(ProviderWeb, updated)
+		if got := h.outbox(); len(got) != 1 || got[0].Body.Data.Current.Plan.Key != "pro" {
+			t.Fatalf("after the retry: %v, want one change to pro", got)
+		}
+	})
+}
+
+// TestNoOutboxWithoutOutboundWebhooks: with OUTBOUND_WEBHOOK_URL unset nothing is recorded,
+// even while a hook listens.
+func TestNoOutboxWithoutOutboundWebhooks(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		var calls []string
+		h.svc.OnBillingChange(func(_ context.Context, userID string) { calls = append(calls, userID) })
+		h.mustSend(ProviderWeb, fixture(t, "web/customer.subscription.updated.json"))
+		if got := len(h.outbox()); got != 0 || fmt.Sprint(calls) != fmt.Sprint([]string{fixtureUser}) {
+			t.Fatalf("%d events recorded, hook calls %v", got, calls)
+		}
+	})
+}

@@ -1,0 +1,280 @@
+package outbound
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/outbound/outboundtest"
+)
+
+// testEvent is the body the tests record: which user, and the how-manyth of theirs.
+type testEvent struct {
+	UserID string `json:"user_id"`
+	Seq    int    `json:"seq"`
+}
+
+// record commits one event per (user, seq), users taking turns, as changes would.
+func record(t *testing.T, d *db.DB, users, perUser int, now time.Time) {
+	t.Helper()
+	for seq := 1; seq <= perUser; seq++ {
+		for u := range users {
+			user := fmt.Sprintf("00000000-0000-4000-8000-%012d", u)
+			body, _ := json.Marshal(testEvent{UserID: user, Seq: seq})
+			err := d.InTx(context.Background(), func(tx *sql.Tx) error {
+				return Record(context.Background(), dbq.New(tx), user, "test.event", body, now)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// start runs a deliverer to the receiver until the test ends.
+func start(t *testing.T, d *db.DB, r *outboundtest.Receiver, opts Options) *Deliverer {
+	t.Helper()
+	opts.URL, opts.Key = r.URL, outboundtest.Key()
+	if opts.Backoff == nil {
+		opts.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
+	}
+	opts.Poll = 20 * time.Millisecond
+	del := New(d, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { del.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return del
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 20 s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// checkOrderAndOnce fails unless the receiver accepted each of users×perUser events
+// exactly once, each user's in the order they were recorded.
+func checkOrderAndOnce(t *testing.T, accepted []outboundtest.Delivery, users, perUser int) {
+	t.Helper()
+	if len(accepted) != users*perUser {
+		t.Errorf("accepted %d deliveries, want %d", len(accepted), users*perUser)
+	}
+	ids := map[string]bool{}
+	last := map[string]int{}
+	for _, d := range accepted {
+		if ids[d.MessageID] {
+			t.Errorf("webhook-id %s delivered twice", d.MessageID)
+		}
+		ids[d.MessageID] = true
+		var ev testEvent
+		if err := json.Unmarshal(d.Body, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Seq != last[ev.UserID]+1 {
+			t.Errorf("user %s: event %d arrived after event %d", ev.UserID, ev.Seq, last[ev.UserID])
+		}
+		last[ev.UserID] = ev.Seq
+	}
+}
+
+func countStatus(t *testing.T, d *db.DB, status string) int {
+	t.Helper()
+	var n int
+	if err := d.QueryRow("select count(*) from outbound_deliveries where status = $1", status).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestDeliversEveryEventInOrderOnceTheReceiverIsBack(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		r := outboundtest.NewReceiver(t)
+		r.Answer(http.StatusServiceUnavailable)
+		reg := prometheus.NewRegistry()
+		del := start(t, d, r, Options{Registerer: reg})
+		record(t, d, 3, 4, time.Now())
+		del.Wake()
+
+		eventually(t, "several refused attempts", func() bool { return r.Attempts() >= 9 })
+		if n := len(r.Accepted()); n != 0 {
+			t.Fatalf("%d accepted while the receiver refuses", n)
+		}
+		list, err := List(context.Background(), d, Filter{Status: Pending})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 12 {
+			t.Fatalf("%d pending, want 12", len(list))
+		}
+		tried := 0
+		for _, p := range list {
+			if p.Attempts > 0 {
+				tried++
+				if p.LastError != "answered 503" {
+					t.Errorf("last error %q, want %q", p.LastError, "answered 503")
+				}
+			}
+		}
+		if tried != 3 {
+			t.Errorf("%d deliveries were attempted, want 3: only each user's first may go while it is pending", tried)
+		}
+
+		r.Answer(0)
+		eventually(t, "all 12 delivered", func() bool { return countStatus(t, d, Delivered) == 12 })
+		checkOrderAndOnce(t, r.Accepted(), 3, 4)
+		if got := testutil.ToFloat64(del.metrics.outcomes.WithLabelValues("delivered")); got != 12 {
+			t.Errorf("delivered counter %v, want 12", got)
+		}
+		if got := testutil.ToFloat64(del.metrics.outcomes.WithLabelValues("retried")); got < 3 {
+			t.Errorf("retried counter %v, want at least 3", got)
+		}
+		if n, err := testutil.GatherAndCount(reg, "tollgate_outbound_deliveries_pending", "tollgate_outbound_delivery_latency_seconds"); err != nil || n != 2 {
+			t.Errorf("pending gauge and latency histogram: %d series, %v", n, err)
+		}
+	})
+}
+
+func TestTwoInstancesDeliverEachEventOnce(t *testing.T) {
+	url := dbtest.PostgresURL(t)
+	one := dbtest.Open(t, url)
+	two := dbtest.Open(t, url)
+	r := outboundtest.NewReceiver(t)
+	const users, perUser = 40, 5
+	record(t, one, users, perUser, time.Now())
+	start(t, one, r, Options{})
+	start(t, two, r, Options{})
+	eventually(t, "all delivered", func() bool { return countStatus(t, one, Delivered) == users*perUser })
+	time.Sleep(100 * time.Millisecond) // a duplicate would be arriving now
+	checkOrderAndOnce(t, r.Accepted(), users, perUser)
+	if r.Attempts() != users*perUser {
+		t.Errorf("%d attempts for %d events", r.Attempts(), users*perUser)
+	}
+}
+
+func TestADeliveryWhoseInstanceDiedIsAttemptedOnceItsLeaseRunsOut(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		r := outboundtest.NewReceiver(t)
+		record(t, d, 1, 2, time.Now())
+		// An instance claims the first event and dies before it answers.
+		now := time.Now().UTC()
+		claimed, err := dbq.New(d).ClaimDeliveries(context.Background(), dbq.ClaimDeliveriesParams{
+			LeaseUntil: sql.NullTime{Time: now.Add(300 * time.Millisecond), Valid: true}, Now: now, Max: 16,
+		})
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claimed %d, %v", len(claimed), err)
+		}
+		start(t, d, r, Options{})
+		time.Sleep(150 * time.Millisecond)
+		if n := r.Attempts(); n != 0 {
+			t.Fatalf("%d attempts while the lease holds", n)
+		}
+		eventually(t, "both delivered", func() bool { return countStatus(t, d, Delivered) == 2 })
+		checkOrderAndOnce(t, r.Accepted(), 1, 2)
+	})
+}
+
+func TestGivesUpAfterTheRetryWindowAndRetriesOnRequest(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		r := outboundtest.NewReceiver(t)
+		r.Answer(http.StatusInternalServerError)
+		var mu sync.Mutex
+		clock := time.Now().UTC()
+		now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+		record(t, d, 1, 1, clock)
+		del := start(t, d, r, Options{Clock: now, Backoff: func(int) time.Duration { return 24 * time.Hour }})
+		eventually(t, "a first attempt", func() bool { return r.Attempts() == 1 })
+		eventually(t, "the attempt recorded", func() bool {
+			list, _ := List(context.Background(), d, Filter{})
+			return len(list) == 1 && list[0].LastError != ""
+		})
+		// Attempts at 0, 24 h and 48 h; the next would fall past the 72 h window.
+		for day := 1; day <= 2; day++ {
+			mu.Lock()
+			clock = clock.Add(24*time.Hour + time.Second)
+			mu.Unlock()
+			eventually(t, fmt.Sprintf("attempt %d", day+1), func() bool { return r.Attempts() == day+1 })
+		}
+		eventually(t, "given up", func() bool { return countStatus(t, d, Failed) == 1 })
+		if got := testutil.ToFloat64(del.metrics.outcomes.WithLabelValues("failed")); got != 1 {
+			t.Errorf("failed counter %v, want 1", got)
+		}
+		failed, err := List(context.Background(), d, Filter{Status: Failed})
+		if err != nil || len(failed) != 1 || failed[0].Attempts != 3 || failed[0].LastError != "answered 500" {
+			t.Fatalf("failed deliveries: %+v, %v", failed, err)
+		}
+
+		r.Answer(0)
+		n, err := RetryFailed(context.Background(), d, now())
+		if err != nil || n != 1 {
+			t.Fatalf("RetryFailed: %d, %v", n, err)
+		}
+		eventually(t, "delivered after the retry", func() bool { return countStatus(t, d, Delivered) == 1 })
+		if ok, err := Retry(context.Background(), d, failed[0].ID, now()); ok || err != nil {
+			t.Errorf("Retry of a delivered delivery: %t, %v", ok, err)
+		}
+	})
+}
+
+func TestAFailedAttemptRecordsNeitherTheURLNorTheAnswer(t *testing.T) {
+	d := dbtest.SQLite(t)
+	r := outboundtest.NewReceiver(t)
+	r.Close() // nothing listens there any more
+	record(t, d, 1, 1, time.Now())
+	del := New(d, Options{URL: r.URL + "/hooks?token=sekret-token", Key: outboundtest.Key()})
+	if n, err := del.deliverDue(context.Background()); n != 1 || err != nil {
+		t.Fatalf("deliverDue: %d, %v", n, err)
+	}
+	list, err := List(context.Background(), d, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := list[0].LastError; !strings.Contains(got, "connection refused") || strings.Contains(got, "sekret") || strings.Contains(got, "hooks") {
+		t.Errorf("last error %q: want the failure, not the URL", got)
+	}
+
+	redirecting := outboundtest.NewReceiver(t)
+	del = New(d, Options{URL: redirecting.URL, Key: outboundtest.Key()})
+	redirecting.Answer(http.StatusFound)
+	if _, err := Retry(context.Background(), d, list[0].ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	del.deliverDue(context.Background())
+	if list, _ := List(context.Background(), d, Filter{}); list[0].Status != Pending || list[0].LastError != "answered 302" {
+		t.Errorf("after a redirect: %+v, want pending with \"answered 302\"", list[0])
+	}
+}
+
+func TestBackoffGrowsToAnHourWithJitter(t *testing.T) {
+	for attempt, want := range map[int]time.Duration{1: 5 * time.Second, 2: 10 * time.Second, 5: 80 * time.Second, 12: time.Hour, 60: time.Hour} {
+		lo, hi := want*3/4, want*5/4
+		spread := map[time.Duration]bool{}
+		for range 50 {
+			got := Backoff(attempt)
+			if got < lo || got >= hi {
+				t.Fatalf("attempt %d waits %s, want within [%s, %s)", attempt, got, lo, hi)
+			}
+			spread[got] = true
+		}
+		if len(spread) < 10 {
+			t.Errorf("attempt %d: only %d distinct waits in 50", attempt, len(spread))
+		}
+	}
+}
