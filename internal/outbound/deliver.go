@@ -125,15 +125,31 @@ func (d *Deliverer) Wake() {
 	}
 }
 
-// Run delivers until ctx ends, then lets the attempts in flight finish.
+// Run delivers until ctx ends, then lets the attempts in flight finish. Up to batch
+// attempts, each of a different user, run at once; a slow receiver holds up only the
+// user whose event it holds.
 func (d *Deliverer) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	inFlight := make(chan struct{}, batch)
 	for {
-		claimed, err := d.deliverDue(ctx)
-		if err != nil && ctx.Err() == nil {
-			d.opts.Log.WarnContext(ctx, "outbound deliveries could not be claimed", "error", err)
+		var rows []dbq.ClaimDeliveriesRow
+		var err error
+		if free := cap(inFlight) - len(inFlight); free > 0 {
+			rows, err = d.claim(ctx, free)
+			if err != nil && ctx.Err() == nil {
+				d.opts.Log.WarnContext(ctx, "outbound deliveries could not be claimed", "error", err)
+			}
 		}
-		if claimed > 0 && err == nil {
-			continue // the next event of each user just delivered may be due
+		for _, r := range rows {
+			inFlight <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-inFlight; d.Wake() }() // the user's next event may be due
+				d.attempt(context.WithoutCancel(ctx), r)
+			})
+		}
+		if len(rows) > 0 {
+			continue
 		}
 		select {
 		case <-ctx.Done():
@@ -144,31 +160,20 @@ func (d *Deliverer) Run(ctx context.Context) {
 	}
 }
 
-// deliverDue claims the due deliveries, at most one per user, and attempts them at once.
-func (d *Deliverer) deliverDue(ctx context.Context) (int, error) {
+// claim leases up to max due deliveries, at most one per user: the oldest pending of each.
+func (d *Deliverer) claim(ctx context.Context, max int) ([]dbq.ClaimDeliveriesRow, error) {
 	now := d.opts.Clock().UTC()
+	arg := dbq.ClaimDeliveriesParams{LeaseUntil: sql.NullTime{Time: now.Add(d.opts.Lease), Valid: true}, Now: now, Max: int32(max)}
 	q := dbq.New(d.db)
-	claim := q.ClaimDeliveries
-	if d.db.Engine == db.Postgres {
-		claim = func(ctx context.Context, arg dbq.ClaimDeliveriesParams) ([]dbq.ClaimDeliveriesRow, error) {
-			rows, err := q.ClaimDeliveriesSkipLocked(ctx, dbq.ClaimDeliveriesSkipLockedParams(arg))
-			claimed := make([]dbq.ClaimDeliveriesRow, len(rows))
-			for i, r := range rows {
-				claimed[i] = dbq.ClaimDeliveriesRow(r)
-			}
-			return claimed, err
-		}
+	if d.db.Engine != db.Postgres {
+		return q.ClaimDeliveries(ctx, arg)
 	}
-	rows, err := claim(ctx, dbq.ClaimDeliveriesParams{LeaseUntil: sql.NullTime{Time: now.Add(d.opts.Lease), Valid: true}, Now: now, Max: batch})
-	if err != nil {
-		return 0, err
+	rows, err := q.ClaimDeliveriesSkipLocked(ctx, dbq.ClaimDeliveriesSkipLockedParams(arg))
+	claimed := make([]dbq.ClaimDeliveriesRow, len(rows))
+	for i, r := range rows {
+		claimed[i] = dbq.ClaimDeliveriesRow(r)
 	}
-	var wg sync.WaitGroup
-	for _, r := range rows {
-		wg.Go(func() { d.attempt(context.WithoutCancel(ctx), r) })
-	}
-	wg.Wait()
-	return len(rows), nil
+	return claimed, err
 }
 
 // attempt sends one delivery and records how it went. A failure to record it leaves the

@@ -82,11 +82,14 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	answer, hang := r.answer, r.hang
 	r.mu.Unlock()
 	if hang != nil {
+		// Whatever happens to the sender meanwhile, a held delivery is not accepted: it
+		// is the attempt of a receiver that timed out.
 		select {
 		case <-hang:
+			w.WriteHeader(http.StatusGatewayTimeout)
 		case <-req.Context().Done():
-			return
 		}
+		return
 	}
 	if err := r.verifier.Verify(body, req.Header); err != nil {
 		r.t.Errorf("delivery %s does not verify: %v", req.Header.Get("webhook-id"), err)
@@ -115,7 +118,7 @@ func (r *Receiver) Answer(status int) {
 	r.answer = status
 }
 
-// Hang holds every delivery unanswered until release is called.
+// Hang holds every delivery unanswered until release is called, then refuses it (504).
 func (r *Receiver) Hang() (release func()) {
 	ch := make(chan struct{})
 	r.mu.Lock()
