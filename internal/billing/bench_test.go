@@ -12,7 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/outbound"
 )
 
 // BenchmarkWebhookIngest compares webhook ingestion through the real HTTP handler (a loopback
@@ -26,21 +28,7 @@ import (
 func BenchmarkWebhookIngest(b *testing.B) {
 	d := dbtest.Postgres(b)
 	h := newHarness(b, d)
-	template := string(fixture(b, "web/customer.subscription.updated.json"))
-	var seq atomic.Int64
-	nextEvent := func(run string) (string, []byte) {
-		n := seq.Add(1)
-		id := fmt.Sprintf("evt_bench_%s_%d", run, n)
-		body := strings.NewReplacer(
-			"evt_1TESTsubUpdated000000001", id,
-			"sub_1TESTa1B2c3D4e5F6g7H8i9", fmt.Sprintf("sub_bench_%s_%d", run, n),
-			"cus_TESTa1B2c3D4e5", fmt.Sprintf("cus_bench_%s_%d", run, n),
-			"5a4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d", fmt.Sprintf("00000000-0000-4000-8000-%012d", n),
-		).Replace(template)
-		return id, []byte(body)
-	}
-	senders := 16
-	parallelism := max(1, senders/runtime.GOMAXPROCS(0))
+	nextEvent := newSubscriptionEvents(b)
 
 	b.Run("direct", func(b *testing.B) {
 		b.SetParallelism(parallelism)
@@ -56,30 +44,97 @@ func BenchmarkWebhookIngest(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	})
 
-	b.Run("http", func(b *testing.B) {
-		srv := httptest.NewServer(h.handler)
-		defer srv.Close()
-		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders * 2}}
-		url := srv.URL + "/billing/webhooks/web"
-		b.SetParallelism(parallelism)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				_, body := nextEvent("http")
-				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-				req.Header.Set("Web-Signature", SignWebHeader(testWebSecret, h.clock(), body))
-				resp, err := client.Do(req)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					b.Errorf("status %d", resp.StatusCode)
-					return
-				}
+	b.Run("http", func(b *testing.B) { sendOverHTTP(b, h, nextEvent) })
+}
+
+// senders is how many events are sent at once.
+const senders = 16
+
+var parallelism = max(1, senders/runtime.GOMAXPROCS(0))
+
+// newSubscriptionEvents makes web events, each a new subscription of a new user on a
+// mapped plan: the full work of ingestion, and a change of that user's billing answer.
+func newSubscriptionEvents(b *testing.B) func(run string) (id string, body []byte) {
+	template := string(fixture(b, "web/customer.subscription.updated.json"))
+	var seq atomic.Int64
+	return func(run string) (string, []byte) {
+		n := seq.Add(1)
+		id := fmt.Sprintf("evt_bench_%s_%d", run, n)
+		body := strings.NewReplacer(
+			"evt_1TESTsubUpdated000000001", id,
+			"sub_1TESTa1B2c3D4e5F6g7H8i9", fmt.Sprintf("sub_bench_%s_%d", run, n),
+			"cus_TESTa1B2c3D4e5", fmt.Sprintf("cus_bench_%s_%d", run, n),
+			"5a4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d", fmt.Sprintf("00000000-0000-4000-8000-%012d", n),
+		).Replace(template)
+		return id, []byte(body)
+	}
+}
+
+// sendOverHTTP posts new events to h's handler over loopback HTTP at senders at once, and
+// reports events/s.
+func sendOverHTTP(b *testing.B, h *harness, nextEvent func(string) (string, []byte)) {
+	srv := httptest.NewServer(h.handler)
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders * 2}}
+	url := srv.URL + "/billing/webhooks/web"
+	run := b.Name()
+	b.SetParallelism(parallelism)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_, body := nextEvent(run)
+			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+			req.Header.Set("Web-Signature", SignWebHeader(testWebSecret, h.clock(), body))
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
 			}
-		})
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
 	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkOutboundWebhooks is ingestion over HTTP with outbound webhooks off, and on: each
+// change then also records its entitlements.changed event in the transaction, and a
+// deliverer in the same process signs and POSTs every event to a receiver that answers
+// 204, while the senders go on. The ratio on/off is the feature's cost to ingestion
+// (docs/performance.md); run with -count to interleave the two.
+//
+//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench OutboundWebhooks -benchtime 4s -count 5 ./internal/billing
+func BenchmarkOutboundWebhooks(b *testing.B) {
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	nextEvent := newSubscriptionEvents(b)
+	for _, engine := range []string{"postgres", "sqlite"} {
+		open := map[string]func(testing.TB) *db.DB{"postgres": dbtest.Postgres, "sqlite": dbtest.SQLite}[engine]
+		b.Run(engine+"/off", func(b *testing.B) { sendOverHTTP(b, newHarness(b, open(b)), nextEvent) })
+		b.Run(engine+"/recordonly", func(b *testing.B) { sendOverHTTP(b, newHarness(b, open(b), withOutbound), nextEvent) })
+		b.Run(engine+"/on", func(b *testing.B) {
+			h := newHarness(b, open(b), withOutbound)
+			del := outbound.New(h.db, outbound.Options{URL: receiver.URL, Key: []byte("bench-key-bench-key-bench-key"), Clock: h.clock})
+			h.svc.OnBillingChange(func(context.Context, string) { del.Wake() })
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); del.Run(ctx) }()
+			sendOverHTTP(b, h, nextEvent)
+			b.StopTimer()
+			cancel()
+			<-done
+			var recorded, delivered int
+			h.db.QueryRow("select count(*), count(delivered_at) from outbound_deliveries").Scan(&recorded, &delivered)
+			if recorded != b.N {
+				b.Fatalf("%d events recorded for %d changes", recorded, b.N)
+			}
+			b.ReportMetric(float64(delivered)/float64(recorded), "delivered/recorded")
+		})
+	}
 }

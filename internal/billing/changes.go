@@ -3,9 +3,8 @@ package billing
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
+	"math"
 	"slices"
 	"time"
 
@@ -46,6 +45,10 @@ func (s *Service) watchesChanges() bool { return s.announce || len(s.onChange) >
 // and after the write, in the same transaction: an answer that moved is recorded in the
 // outbox, and its user told to the hooks once the transaction commits. A write that leaves
 // every answer as it was, such as a replay, is no change.
+//
+// The rows are read once, before the write; the rows after it are those with the written
+// one in its new form, placed by recency (it was written now). With the plan catalogue from memory, a
+// change costs ingestion three statements: this read, the usage counters, the outbox row.
 func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams) error {
 	q.user = userID
 	if !s.watchesChanges() {
@@ -55,45 +58,83 @@ func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string,
 		}
 		return err
 	}
-	before, err := q.GetSubscriptionBeforeChange(ctx, arg.ProviderSubscriptionID)
-	existed := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	rows, err := q.ListSubscriptionsBeforeChange(ctx, dbq.ListSubscriptionsBeforeChangeParams{UserID: userID, ProviderSubscriptionID: arg.ProviderSubscriptionID})
+	if err != nil {
 		return err
 	}
 	n, err := q.UpsertSubscription(ctx, arg)
 	if err != nil || n == 0 {
 		return err
 	}
-	plans, err := loadPlanCatalogue(ctx, q.Queries)
+	plans, err := s.planCatalogue(ctx, q)
 	if err != nil {
 		return err
 	}
-	users := []string{userID}
-	if existed && before.UserID != userID {
-		users = append(users, before.UserID)
-	}
-	for _, user := range users {
-		var old *dbq.GetSubscriptionBeforeChangeRow
-		if existed && before.UserID == user {
-			old = &before
+	var before, after []dbq.ListUserSubscriptionsRow
+	var old *dbq.ListSubscriptionsBeforeChangeRow
+	for _, r := range rows {
+		if r.ProviderSubscriptionID == arg.ProviderSubscriptionID {
+			old = &r
 		}
-		if err := s.compareAnswers(ctx, q, user, arg.ProviderSubscriptionID, old, plans); err != nil {
-			return err
+		if r.UserID != userID {
+			continue
+		}
+		before = append(before, userRow(r))
+		if r.ProviderSubscriptionID != arg.ProviderSubscriptionID {
+			after = append(after, userRow(r))
 		}
 	}
-	return nil
+	written := dbq.ListUserSubscriptionsRow{
+		ProviderSubscriptionID: arg.ProviderSubscriptionID, Provider: arg.Provider, Status: arg.Status,
+		CurrentPeriodEnd: arg.CurrentPeriodEnd, UpdatedAt: arg.Now, ID: math.MaxInt64, PlanID: arg.PlanID,
+	}
+	if old != nil {
+		written.ID = old.ID
+	}
+	if p, ok := plans.plans[arg.PlanID]; ok {
+		written.PlanKey, written.PlanName, written.PlanTier = p.Key, p.Name, p.tier
+	}
+	after = byRecency(after, written)
+	if err := s.compareAnswers(ctx, q, userID, before, after, plans); err != nil {
+		return err
+	}
+	if old == nil || old.UserID == userID {
+		return nil
+	}
+	// The row moved from another user (a customer linked anew): theirs may change too.
+	theirs, err := q.ListUserSubscriptions(ctx, old.UserID)
+	if err != nil {
+		return err
+	}
+	return s.compareAnswers(ctx, q, old.UserID, byRecency(slices.Clone(theirs), userRow(*old)), theirs, plans)
 }
 
-// compareAnswers works out userID's answer after the write and, from the same rows with
-// the written one as it was (old, or absent), before it.
-func (s *Service) compareAnswers(ctx context.Context, q *txn, userID string, written int64, old *dbq.GetSubscriptionBeforeChangeRow, plans planCatalogue) error {
-	rows, err := q.ListUserSubscriptions(ctx, userID)
-	if err != nil {
-		return err
+// byRecency inserts row into rows where the query's order (newest first, then the
+// higher id) puts it.
+func byRecency(rows []dbq.ListUserSubscriptionsRow, row dbq.ListUserSubscriptionsRow) []dbq.ListUserSubscriptionsRow {
+	at := slices.IndexFunc(rows, func(r dbq.ListUserSubscriptionsRow) bool {
+		return r.UpdatedAt.Before(row.UpdatedAt) || (r.UpdatedAt.Equal(row.UpdatedAt) && r.ID < row.ID)
+	})
+	if at < 0 {
+		at = len(rows)
 	}
+	return slices.Insert(rows, at, row)
+}
+
+func userRow(r dbq.ListSubscriptionsBeforeChangeRow) dbq.ListUserSubscriptionsRow {
+	return dbq.ListUserSubscriptionsRow{
+		ProviderSubscriptionID: r.ProviderSubscriptionID, Provider: r.Provider, Status: r.Status,
+		CurrentPeriodEnd: r.CurrentPeriodEnd, UpdatedAt: r.UpdatedAt, ID: r.ID,
+		PlanID: r.PlanID, PlanKey: r.PlanKey, PlanName: r.PlanName, PlanTier: r.PlanTier,
+	}
+}
+
+// compareAnswers records a change when userID's answer from rows before differs from the
+// answer from rows after.
+func (s *Service) compareAnswers(ctx context.Context, q *txn, userID string, before, after []dbq.ListUserSubscriptionsRow, plans planCatalogue) error {
 	now := s.now()
 	var positions [2]Entitlements
-	for i, rows := range [][]dbq.ListUserSubscriptionsRow{rowsBefore(rows, written, old), rows} {
+	for i, rows := range [][]dbq.ListUserSubscriptionsRow{before, after} {
 		subs, err := s.subscriptionsOf(ctx, q.Queries, userID, rows)
 		if err != nil {
 			return err
@@ -104,47 +145,47 @@ func (s *Service) compareAnswers(ctx context.Context, q *txn, userID string, wri
 	if err != nil {
 		return err
 	}
-	event := changeEvent{Type: EntitlementsChanged, Timestamp: now.Format(time.RFC3339), Data: changeData{
-		UserID: userID, Previous: previous, Current: current, Cause: q.cause,
-	}}
-	before, err := json.Marshal(event.Data.Previous)
+	previousJSON, err := json.Marshal(previous)
 	if err != nil {
 		return err
 	}
-	after, err := json.Marshal(event.Data.Current)
+	currentJSON, err := json.Marshal(current)
 	if err != nil {
 		return err
 	}
-	if bytes.Equal(before, after) {
+	if bytes.Equal(previousJSON, currentJSON) {
 		return nil
 	}
 	q.changed = append(q.changed, userID)
 	if !s.announce {
 		return nil
 	}
-	payload, err := json.Marshal(event)
+	payload, err := json.Marshal(changeEvent{Type: EntitlementsChanged, Timestamp: now.Format(time.RFC3339), Data: changeData{
+		UserID: userID, Previous: previous, Current: current, Cause: q.cause,
+	}})
 	if err != nil {
 		return err
 	}
 	return outbound.Record(ctx, q.Queries, userID, EntitlementsChanged, payload, now)
 }
 
-// rowsBefore is a user's rows as they stood before the row of provider subscription
-// written was written: without it, or with its old version in its place by recency.
-func rowsBefore(rows []dbq.ListUserSubscriptionsRow, written int64, old *dbq.GetSubscriptionBeforeChangeRow) []dbq.ListUserSubscriptionsRow {
-	before := slices.DeleteFunc(slices.Clone(rows), func(r dbq.ListUserSubscriptionsRow) bool { return r.ProviderSubscriptionID == written })
-	if old == nil {
-		return before
+// planCatalogue is the plan catalogue at the version q's transaction read: from memory
+// while that version stands, else read again (and kept).
+func (s *Service) planCatalogue(ctx context.Context, q *txn) (planCatalogue, error) {
+	if c := s.plans.Load(); c != nil && q.plansVersion != 0 && c.version == q.plansVersion {
+		return c.catalogue, nil
 	}
-	at := slices.IndexFunc(before, func(r dbq.ListUserSubscriptionsRow) bool { return r.UpdatedAt.Before(old.UpdatedAt) })
-	if at < 0 {
-		at = len(before)
+	plans, err := loadPlanCatalogue(ctx, q.Queries)
+	if err == nil && q.plansVersion != 0 {
+		s.plans.Store(&versionedCatalogue{version: q.plansVersion, catalogue: plans})
 	}
-	return slices.Insert(before, at, dbq.ListUserSubscriptionsRow{
-		ProviderSubscriptionID: old.ProviderSubscriptionID, Provider: old.Provider, Status: old.Status,
-		CurrentPeriodEnd: old.CurrentPeriodEnd, UpdatedAt: old.UpdatedAt,
-		PlanID: old.PlanID, PlanKey: old.PlanKey, PlanName: old.PlanName, PlanTier: old.PlanTier,
-	})
+	return plans, err
+}
+
+// versionedCatalogue is a plan catalogue and the plans_version it was read at.
+type versionedCatalogue struct {
+	version   int64
+	catalogue planCatalogue
 }
 
 // viewsOf gives the views of two positions of one user, reading the usage counters of both

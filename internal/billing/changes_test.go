@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,12 +135,30 @@ func TestEveryChangeOfABillingAnswerIsRecordedOnce(t *testing.T) {
 			t.Errorf("mobile cause %+v", cause)
 		}
 
+		// A plans sync in between: the next change carries the new catalogue, as /me does.
+		plans, err := ParsePlans([]byte(strings.Replace(testPlansYAML, "{name: projects, value: 10}", "{name: projects, value: 25}", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.svc.SyncPlans(ctx, plans); err != nil {
+			t.Fatal(err)
+		}
+		if before, err = h.svc.View(ctx, fixtureUser); err != nil { // a sync is no event
+			t.Fatal(err)
+		}
+		expect("a second mobile subscription after a plans sync", ProviderMobile, edit(t, fixture(t, "mobile/subscription_renewed.json"), func(m map[string]any) {
+			m["customer_user_id"] = fixtureUser
+		}), 4)
+		if got := h.outbox()[3].Body.Data.Current.Entitlements["projects"]; got != float64(25) {
+			t.Errorf("projects after the sync: %v, want 25", got)
+		}
+
 		n, err := h.svc.Replay(ctx, ReplayFilter{}, func(string, string, string) {})
-		if err != nil || n != 6 {
+		if err != nil || n != 7 {
 			t.Fatalf("replay: %d, %v", n, err)
 		}
-		if got := len(h.outbox()); got != 3 {
-			t.Errorf("a replay that changes nothing recorded %d events, want none", got-3)
+		if got := len(h.outbox()); got != 4 {
+			t.Errorf("a replay that changes nothing recorded %d events, want none", got-4)
 		}
 	})
 }

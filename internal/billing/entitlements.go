@@ -150,8 +150,10 @@ func (s *Service) subscriptionsOf(ctx context.Context, q *dbq.Queries, userID st
 	return subs, nil
 }
 
-// planCatalogue is every plan's entitlement values, and the default plan.
+// planCatalogue is every plan, its entitlement values, and the default plan. Once loaded
+// it is only read, so it may be shared.
 type planCatalogue struct {
+	plans       map[int64]Plan
 	values      map[int64]map[string]any
 	defaultPlan *Plan
 }
@@ -161,9 +163,10 @@ func loadPlanCatalogue(ctx context.Context, q *dbq.Queries) (planCatalogue, erro
 	if err != nil {
 		return planCatalogue{}, err
 	}
-	c := planCatalogue{values: map[int64]map[string]any{}}
+	c := planCatalogue{plans: map[int64]Plan{}, values: map[int64]map[string]any{}}
 	for _, r := range rows {
 		if c.values[r.ID] == nil {
+			c.plans[r.ID] = Plan{Key: r.Key, Name: r.Name, id: r.ID, tier: r.Tier}
 			c.values[r.ID] = map[string]any{}
 		}
 		if r.IsDefault && !r.ArchivedAt.Valid {

@@ -359,7 +359,11 @@ func (s *Service) SyncPlans(ctx context.Context, plans []PlanConfig) ([]string, 
 				changes = append(changes, fmt.Sprintf("%s price %s: unmapped", key[0], key[1]))
 			}
 		}
-		return nil
+		if len(changes) == 0 {
+			return nil
+		}
+		// Every instance reads the catalogue anew with its next event.
+		return q.BumpPlansVersion(ctx)
 	})
 	return changes, err
 }

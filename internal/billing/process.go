@@ -57,6 +57,16 @@ type txn struct {
 	cause   ChangeCause
 	changed []string
 	user    string // the user the event resolved to, if it did
+	// plansVersion is the plan catalogue's version, as the transaction's lock read it.
+	plansVersion int64
+}
+
+// LockProviderSubscription locks the row (see the query) and notes the plan catalogue's
+// version, which comes with it.
+func (q *txn) LockProviderSubscription(ctx context.Context, arg dbq.LockProviderSubscriptionParams) (dbq.LockProviderSubscriptionRow, error) {
+	row, err := q.Queries.LockProviderSubscription(ctx, arg)
+	q.plansVersion = row.PlansVersion
+	return row, err
 }
 
 // Processed is what became of an event: its outcome (applied, duplicate, stale, ignored,

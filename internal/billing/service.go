@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,6 +62,8 @@ type Service struct {
 	announce        bool // record changes in the outbox
 	outcomes        *prometheus.CounterVec
 	onChange        []func(ctx context.Context, userID string)
+	// plans is the plan catalogue kept in memory for change detection.
+	plans atomic.Pointer[versionedCatalogue]
 }
 
 // New builds a Service. Registerer may be nil.

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,13 +38,15 @@ type Options struct {
 	// Lease is how long a claimed delivery is held by its instance; a delivery whose
 	// instance died is attempted again once it runs out. It must exceed Timeout. Default 30 s.
 	Lease time.Duration
+	// Pace is the least time between two of the deliverer's transactions. Default 50 ms.
+	Pace time.Duration
 	// Backoff is the wait after the nth failed attempt. Default: Backoff.
 	Backoff func(attempt int) time.Duration
 	Clock   func() time.Time
 }
 
 // batch is how many deliveries, each of a different user, are attempted at once.
-const batch = 16
+const batch = 32
 
 // Deliverer sends the outbox's pending deliveries.
 type Deliverer struct {
@@ -69,6 +70,9 @@ func New(d *db.DB, opts Options) *Deliverer {
 	if opts.Lease <= 0 {
 		opts.Lease = 30 * time.Second
 	}
+	if opts.Pace <= 0 {
+		opts.Pace = 50 * time.Millisecond
+	}
 	if opts.Backoff == nil {
 		opts.Backoff = Backoff
 	}
@@ -81,7 +85,8 @@ func New(d *db.DB, opts Options) *Deliverer {
 	del := &Deliverer{
 		db: d, opts: opts, wake: make(chan struct{}, 1),
 		client: &http.Client{
-			Timeout: Timeout,
+			Timeout:   Timeout,
+			Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: batch, IdleConnTimeout: 90 * time.Second},
 			// A redirect is an answer, not a delivery: the receiver's URL is configured.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
@@ -125,84 +130,139 @@ func (d *Deliverer) Wake() {
 	}
 }
 
-// Run delivers until ctx ends, then lets the attempts in flight finish. Up to batch
-// attempts, each of a different user, run at once; a slow receiver holds up only the
-// user whose event it holds.
+// Run delivers until ctx ends, then waits for the attempts in flight and records them. Up
+// to batch attempts, each of a different user, run at once; a slow receiver holds up only
+// the user whose event it holds. One transaction records the attempts finished since the
+// last and claims the next, at most one per Pace: under load the deliverer costs the
+// database a commit per Pace, not two per event, and ingestion keeps its speed.
 func (d *Deliverer) Run(ctx context.Context) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	inFlight := make(chan struct{}, batch)
-	for {
-		var rows []dbq.ClaimDeliveriesRow
-		var err error
-		if free := cap(inFlight) - len(inFlight); free > 0 {
-			rows, err = d.claim(ctx, free)
-			if err != nil && ctx.Err() == nil {
-				d.opts.Log.WarnContext(ctx, "outbound deliveries could not be claimed", "error", err)
+	results := make(chan settled, batch)
+	var finished []settled
+	inFlight := 0
+	collect := func(s settled) { finished, inFlight = append(finished, s), inFlight-1 }
+	var last time.Time
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(last.Add(d.opts.Pace))):
+		}
+		for drained := false; !drained; {
+			select {
+			case s := <-results:
+				collect(s)
+			default:
+				drained = true
 			}
 		}
+		last = time.Now()
+		free := batch - inFlight
+		if ctx.Err() != nil {
+			free = 0
+		}
+		rows, err := d.settleAndClaim(ctx, finished, free)
+		if err != nil {
+			d.opts.Log.WarnContext(ctx, "outbound deliveries could not be recorded or claimed; leases will run out and they will be sent again", "error", err)
+		}
+		finished = finished[:0]
 		for _, r := range rows {
-			inFlight <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-inFlight; d.Wake() }() // the user's next event may be due
-				d.attempt(context.WithoutCancel(ctx), r)
-			})
+			inFlight++
+			go func() { results <- d.attempt(context.WithoutCancel(ctx), r) }()
 		}
 		if len(rows) > 0 {
-			continue
+			continue // more may be due
 		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-d.wake:
+		case s := <-results:
+			collect(s) // that user's next event may be due
 		case <-time.After(d.opts.Poll):
 		}
 	}
+	for inFlight > 0 {
+		collect(<-results)
+	}
+	if _, err := d.settleAndClaim(ctx, finished, 0); err != nil {
+		d.opts.Log.WarnContext(ctx, "outbound deliveries could not be recorded; they will be sent again", "error", err)
+	}
 }
 
-// claim leases up to max due deliveries, at most one per user: the oldest pending of each.
-func (d *Deliverer) claim(ctx context.Context, max int) ([]dbq.ClaimDeliveriesRow, error) {
-	now := d.opts.Clock().UTC()
-	arg := dbq.ClaimDeliveriesParams{LeaseUntil: sql.NullTime{Time: now.Add(d.opts.Lease), Valid: true}, Now: now, Max: int32(max)}
-	q := dbq.New(d.db)
-	if d.db.Engine != db.Postgres {
-		return q.ClaimDeliveries(ctx, arg)
-	}
-	rows, err := q.ClaimDeliveriesSkipLocked(ctx, dbq.ClaimDeliveriesSkipLockedParams(arg))
-	claimed := make([]dbq.ClaimDeliveriesRow, len(rows))
-	for i, r := range rows {
-		claimed[i] = dbq.ClaimDeliveriesRow(r)
-	}
-	return claimed, err
+// settled is how one attempt went.
+type settled struct {
+	id        int64
+	delivered bool
+	at        time.Time
+	// When not delivered: the next attempt's time, or failed, and why.
+	next   time.Time
+	failed bool
+	reason string
 }
 
-// attempt sends one delivery and records how it went. A failure to record it leaves the
-// lease to run out, after which it is attempted again.
-func (d *Deliverer) attempt(ctx context.Context, r dbq.ClaimDeliveriesRow) {
+// settleAndClaim records finished attempts and leases up to claim due deliveries, at most
+// one per user (the oldest pending of each), in one transaction.
+func (d *Deliverer) settleAndClaim(ctx context.Context, finished []settled, claim int) ([]dbq.ClaimDeliveriesRow, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var claimed []dbq.ClaimDeliveriesRow
+	err := d.db.InTx(ctx, func(tx *sql.Tx) error {
+		q := dbq.New(tx)
+		for _, s := range finished {
+			var err error
+			switch {
+			case s.delivered:
+				err = q.MarkDelivered(ctx, dbq.MarkDeliveredParams{ID: s.id, Now: sql.NullTime{Time: s.at, Valid: true}})
+			default:
+				status := Pending
+				if s.failed {
+					status = Failed
+				}
+				err = q.MarkAttemptFailed(ctx, dbq.MarkAttemptFailedParams{ID: s.id, Status: status, NextAttemptAt: s.next, LastError: sql.NullString{String: s.reason, Valid: true}})
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if claim == 0 {
+			return nil
+		}
+		now := d.opts.Clock().UTC()
+		arg := dbq.ClaimDeliveriesParams{LeaseUntil: sql.NullTime{Time: now.Add(d.opts.Lease), Valid: true}, Now: now, Max: int32(claim)}
+		if d.db.Engine != db.Postgres {
+			var err error
+			claimed, err = q.ClaimDeliveries(ctx, arg)
+			return err
+		}
+		rows, err := q.ClaimDeliveriesSkipLocked(ctx, dbq.ClaimDeliveriesSkipLockedParams(arg))
+		for _, r := range rows {
+			claimed = append(claimed, dbq.ClaimDeliveriesRow(r))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
+}
+
+// attempt sends one delivery and says how it went.
+func (d *Deliverer) attempt(ctx context.Context, r dbq.ClaimDeliveriesRow) settled {
 	err := d.post(ctx, r)
 	now := d.opts.Clock().UTC()
-	q := dbq.New(d.db)
 	if err == nil {
 		d.metrics.outcomes.WithLabelValues("delivered").Inc()
 		d.metrics.latency.Observe(now.Sub(r.CreatedAt).Seconds())
-		if err := q.MarkDelivered(ctx, dbq.MarkDeliveredParams{ID: r.ID, Now: sql.NullTime{Time: now, Valid: true}}); err != nil {
-			d.opts.Log.WarnContext(ctx, "outbound delivery sent but not recorded; it will be sent again", "delivery_id", r.ID, "error", err)
-		}
-		return
+		return settled{id: r.ID, delivered: true, at: now}
 	}
-	next, status, outcome := now.Add(d.opts.Backoff(int(r.Attempts))), Pending, "retried"
-	if next.After(r.GiveUpAt) {
-		status, outcome = Failed, "failed"
+	s := settled{id: r.ID, at: now, next: now.Add(d.opts.Backoff(int(r.Attempts))), reason: err.Error()}
+	outcome := "retried"
+	if s.next.After(r.GiveUpAt) {
+		s.failed, outcome = true, "failed"
 		d.opts.Log.WarnContext(ctx, "outbound delivery failed for good", "delivery_id", r.ID, "message_id", r.MessageID, "attempts", r.Attempts, "error", err)
 	} else {
-		d.opts.Log.InfoContext(ctx, "outbound delivery attempt failed", "delivery_id", r.ID, "attempt", r.Attempts, "retry_at", next, "error", err)
+		d.opts.Log.InfoContext(ctx, "outbound delivery attempt failed", "delivery_id", r.ID, "attempt", r.Attempts, "retry_at", s.next, "error", err)
 	}
 	d.metrics.outcomes.WithLabelValues(outcome).Inc()
-	if err := q.MarkAttemptFailed(ctx, dbq.MarkAttemptFailedParams{
-		ID: r.ID, Status: status, NextAttemptAt: next, LastError: sql.NullString{String: err.Error(), Valid: true},
-	}); err != nil {
-		d.opts.Log.WarnContext(ctx, "outbound delivery attempt not recorded", "delivery_id", r.ID, "error", err)
-	}
+	return s
 }
 
 // post makes one attempt. Its error says what happened in words safe to store and log:

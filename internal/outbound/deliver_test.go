@@ -61,9 +61,13 @@ func start(t *testing.T, d *db.DB, r *outboundtest.Receiver, opts Options) *Deli
 
 // deliverDue claims what is due and attempts it, once.
 func deliverDue(del *Deliverer) (int, error) {
-	rows, err := del.claim(context.Background(), batch)
+	rows, err := del.settleAndClaim(context.Background(), nil, batch)
+	var finished []settled
 	for _, r := range rows {
-		del.attempt(context.Background(), r)
+		finished = append(finished, del.attempt(context.Background(), r))
+	}
+	if _, err := del.settleAndClaim(context.Background(), finished, 0); err != nil {
+		return 0, err
 	}
 	return len(rows), err
 }

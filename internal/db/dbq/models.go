@@ -74,6 +74,10 @@ type PlanPrice struct {
 	Position  int32
 }
 
+type PlansVersion struct {
+	Version int64
+}
+
 type ProviderEvent struct {
 	ID              string
 	Provider        string

@@ -25,6 +25,15 @@ func (q *Queries) ArchivePlan(ctx context.Context, arg ArchivePlanParams) error 
 	return err
 }
 
+const bumpPlansVersion = `-- name: BumpPlansVersion :exec
+update plans_version set version = version + 1
+`
+
+func (q *Queries) BumpPlansVersion(ctx context.Context) error {
+	_, err := q.db.ExecContext(ctx, bumpPlansVersion)
+	return err
+}
+
 const defaultPlan = `-- name: DefaultPlan :one
 select id, key, name, tier from plans where is_default = true and archived_at is null
 `

@@ -27,47 +27,6 @@ func (q *Queries) GetCustomerByWebID(ctx context.Context, webCustomerID sql.Null
 	return i, err
 }
 
-const getSubscriptionBeforeChange = `-- name: GetSubscriptionBeforeChange :one
-select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
-from subscriptions s
-join billing_customers c on c.id = s.billing_customer_id
-join plans p on p.id = s.plan_id
-where s.provider_subscription_id = $1
-`
-
-type GetSubscriptionBeforeChangeRow struct {
-	ProviderSubscriptionID int64
-	Provider               string
-	Status                 string
-	CurrentPeriodEnd       sql.NullTime
-	UpdatedAt              time.Time
-	PlanID                 int64
-	PlanKey                string
-	PlanName               string
-	PlanTier               int32
-	UserID                 string
-}
-
-// A canonical row as it stands before an upsert may change it, with its user: the
-// "previous" side of a billing change.
-func (q *Queries) GetSubscriptionBeforeChange(ctx context.Context, providerSubscriptionID int64) (GetSubscriptionBeforeChangeRow, error) {
-	row := q.db.QueryRowContext(ctx, getSubscriptionBeforeChange, providerSubscriptionID)
-	var i GetSubscriptionBeforeChangeRow
-	err := row.Scan(
-		&i.ProviderSubscriptionID,
-		&i.Provider,
-		&i.Status,
-		&i.CurrentPeriodEnd,
-		&i.UpdatedAt,
-		&i.PlanID,
-		&i.PlanKey,
-		&i.PlanName,
-		&i.PlanTier,
-		&i.UserID,
-	)
-	return i, err
-}
-
 const linkWebCustomer = `-- name: LinkWebCustomer :exec
 update billing_customers set web_customer_id = $1, updated_at = $2
 where id = $3 and web_customer_id is null
@@ -85,8 +44,79 @@ func (q *Queries) LinkWebCustomer(ctx context.Context, arg LinkWebCustomerParams
 	return err
 }
 
+const listSubscriptionsBeforeChange = `-- name: ListSubscriptionsBeforeChange :many
+select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at as updated_at, s.id as id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+from subscriptions s
+join billing_customers c on c.id = s.billing_customer_id
+join plans p on p.id = s.plan_id
+where c.user_id = $1
+union
+select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+from subscriptions s
+join billing_customers c on c.id = s.billing_customer_id
+join plans p on p.id = s.plan_id
+where s.provider_subscription_id = $2
+order by updated_at desc, id desc
+`
+
+type ListSubscriptionsBeforeChangeParams struct {
+	UserID                 string
+	ProviderSubscriptionID int64
+}
+
+type ListSubscriptionsBeforeChangeRow struct {
+	ProviderSubscriptionID int64
+	Provider               string
+	Status                 string
+	CurrentPeriodEnd       sql.NullTime
+	UpdatedAt              time.Time
+	ID                     int64
+	PlanID                 int64
+	PlanKey                string
+	PlanName               string
+	PlanTier               int32
+	UserID                 string
+}
+
+// A user's canonical rows and the row of the provider subscription about to be written,
+// whoever's it is, with their users, newest first: the "previous" side of a billing change.
+func (q *Queries) ListSubscriptionsBeforeChange(ctx context.Context, arg ListSubscriptionsBeforeChangeParams) ([]ListSubscriptionsBeforeChangeRow, error) {
+	rows, err := q.db.QueryContext(ctx, listSubscriptionsBeforeChange, arg.UserID, arg.ProviderSubscriptionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListSubscriptionsBeforeChangeRow
+	for rows.Next() {
+		var i ListSubscriptionsBeforeChangeRow
+		if err := rows.Scan(
+			&i.ProviderSubscriptionID,
+			&i.Provider,
+			&i.Status,
+			&i.CurrentPeriodEnd,
+			&i.UpdatedAt,
+			&i.ID,
+			&i.PlanID,
+			&i.PlanKey,
+			&i.PlanName,
+			&i.PlanTier,
+			&i.UserID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listUserSubscriptions = `-- name: ListUserSubscriptions :many
-select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier
+select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier
 from subscriptions s
 join billing_customers c on c.id = s.billing_customer_id
 join plans p on p.id = s.plan_id
@@ -100,6 +130,7 @@ type ListUserSubscriptionsRow struct {
 	Status                 string
 	CurrentPeriodEnd       sql.NullTime
 	UpdatedAt              time.Time
+	ID                     int64
 	PlanID                 int64
 	PlanKey                string
 	PlanName               string
@@ -121,6 +152,7 @@ func (q *Queries) ListUserSubscriptions(ctx context.Context, userID string) ([]L
 			&i.Status,
 			&i.CurrentPeriodEnd,
 			&i.UpdatedAt,
+			&i.ID,
 			&i.PlanID,
 			&i.PlanKey,
 			&i.PlanName,
@@ -143,7 +175,9 @@ const lockProviderSubscription = `-- name: LockProviderSubscription :one
 insert into provider_subscriptions (provider, provider_subscription_id, created_at, updated_at)
 values ($1, $2, $3, $3)
 on conflict (provider, provider_subscription_id) do update set provider_subscription_id = excluded.provider_subscription_id
-returning id, provider_customer_id, state, last_event_id, last_event_type, last_event_at, paid_through, paid_event_at
+returning id, provider_customer_id, state, last_event_id, last_event_type, last_event_at, paid_through, paid_event_at,
+    -- The plan catalogue's version, here to save its own round trip.
+    (select version from plans_version) as plans_version
 `
 
 type LockProviderSubscriptionParams struct {
@@ -161,6 +195,7 @@ type LockProviderSubscriptionRow struct {
 	LastEventAt        sql.NullTime
 	PaidThrough        sql.NullTime
 	PaidEventAt        sql.NullTime
+	PlansVersion       int64
 }
 
 // Creates the row if needed and, on Postgres, holds its row lock until the transaction ends,
@@ -177,6 +212,7 @@ func (q *Queries) LockProviderSubscription(ctx context.Context, arg LockProvider
 		&i.LastEventAt,
 		&i.PaidThrough,
 		&i.PaidEventAt,
+		&i.PlansVersion,
 	)
 	return i, err
 }

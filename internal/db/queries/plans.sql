@@ -72,3 +72,6 @@ select p.id, p.key, p.name, p.tier from plans p
 where p.archived_at is null
   and exists (select 1 from plan_prices pp where pp.plan_id = p.id and pp.provider = 'web')
 order by p.tier;
+
+-- name: BumpPlansVersion :exec
+update plans_version set version = version + 1;

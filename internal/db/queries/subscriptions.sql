@@ -22,7 +22,9 @@ where pp.provider = sqlc.arg(provider) and pp.price_id = sqlc.arg(price_id);
 insert into provider_subscriptions (provider, provider_subscription_id, created_at, updated_at)
 values (sqlc.arg(provider), sqlc.arg(provider_subscription_id), sqlc.arg(now), sqlc.arg(now))
 on conflict (provider, provider_subscription_id) do update set provider_subscription_id = excluded.provider_subscription_id
-returning id, provider_customer_id, state, last_event_id, last_event_type, last_event_at, paid_through, paid_event_at;
+returning id, provider_customer_id, state, last_event_id, last_event_type, last_event_at, paid_through, paid_event_at,
+    -- The plan catalogue's version, here to save its own round trip.
+    (select version from plans_version) as plans_version;
 
 -- name: SaveProviderSubscription :exec
 update provider_subscriptions
@@ -53,18 +55,25 @@ where subscriptions.billing_customer_id <> excluded.billing_customer_id
    or subscriptions.current_period_end is distinct from excluded.current_period_end;
 
 -- name: ListUserSubscriptions :many
-select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier
+select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier
 from subscriptions s
 join billing_customers c on c.id = s.billing_customer_id
 join plans p on p.id = s.plan_id
 where c.user_id = sqlc.arg(user_id)
 order by s.updated_at desc, s.id desc;
 
--- name: GetSubscriptionBeforeChange :one
--- A canonical row as it stands before an upsert may change it, with its user: the
--- "previous" side of a billing change.
-select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+-- name: ListSubscriptionsBeforeChange :many
+-- A user's canonical rows and the row of the provider subscription about to be written,
+-- whoever's it is, with their users, newest first: the "previous" side of a billing change.
+select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at as updated_at, s.id as id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
 from subscriptions s
 join billing_customers c on c.id = s.billing_customer_id
 join plans p on p.id = s.plan_id
-where s.provider_subscription_id = sqlc.arg(provider_subscription_id);
+where c.user_id = sqlc.arg(user_id)
+union
+select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+from subscriptions s
+join billing_customers c on c.id = s.billing_customer_id
+join plans p on p.id = s.plan_id
+where s.provider_subscription_id = sqlc.arg(provider_subscription_id)
+order by updated_at desc, id desc;
