@@ -57,9 +57,11 @@ func New(ctx context.Context, getenv func(string) string, logs io.Writer) (*App,
 // Security names "serviceKey", for trusted backends), and appear in the OpenAPI document.
 func (a *App) API() huma.API { return a.server.API() }
 
-// OnBillingChange registers fn, called with a user's id after a webhook (or a replay)
-// changed that user's subscription, plan, status or period end, once the change is
-// committed. It runs before the provider is answered: keep it quick, or hand the work off.
+// OnBillingChange registers fn, called with a user's id after a webhook, a replay or a
+// backfill changed that user's billing answer (subscribed or not, plan, status, period end,
+// entitlements: what /api/v1/me says), once the change is committed; an event that changes
+// no answer calls nothing. The outbound webhooks (OUTBOUND_WEBHOOK_URL) come from the same
+// detection. It runs before the provider is answered: keep it quick, or hand the work off.
 func (a *App) OnBillingChange(fn func(ctx context.Context, userID string)) {
 	a.server.Billing().OnBillingChange(fn)
 }

@@ -215,8 +215,11 @@ func Load(getenv func(string) string) (Config, error) {
 
 	c.OutboundWebhookURL = get("OUTBOUND_WEBHOOK_URL", "")
 	if c.OutboundWebhookURL != "" {
-		if u, err := url.Parse(c.OutboundWebhookURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-			fail("OUTBOUND_WEBHOOK_URL", "want the http(s) URL of your backend's endpoint, without credentials, got %q", c.OutboundWebhookURL)
+		switch u, err := url.Parse(c.OutboundWebhookURL); {
+		case err == nil && u.User != nil: // not quoted: it holds a password
+			fail("OUTBOUND_WEBHOOK_URL", "want the http(s) URL of your backend's endpoint, without credentials (put a token in the path or query)")
+		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+			fail("OUTBOUND_WEBHOOK_URL", "want the http(s) URL of your backend's endpoint, got %q", c.OutboundWebhookURL)
 		}
 		secret, err := parseWebhookSecret(get("OUTBOUND_WEBHOOK_SECRET", ""))
 		if err != nil {

@@ -145,3 +145,39 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestOutboundWebhookSettings(t *testing.T) {
+	base := map[string]string{"WEB_WEBHOOK_SECRET": "w", "MOBILE_WEBHOOK_SECRET": "m"}
+	with := func(extra map[string]string) (Config, error) {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return Load(env(m))
+	}
+	c, err := with(map[string]string{"OUTBOUND_WEBHOOK_URL": "https://app.example.com/hooks?token=t", "OUTBOUND_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"})
+	if err != nil || c.OutboundWebhookURL != "https://app.example.com/hooks?token=t" || len(c.OutboundWebhookSecret) != 24 {
+		t.Fatalf("valid settings: %v, %q, %d key bytes", err, c.OutboundWebhookURL, len(c.OutboundWebhookSecret))
+	}
+	if c, err := with(map[string]string{"OUTBOUND_WEBHOOK_SECRET": "ignored"}); err != nil || c.OutboundWebhookSecret != nil {
+		t.Fatalf("a secret without a URL: %v, %v", err, c.OutboundWebhookSecret)
+	}
+	for _, tc := range []struct{ url, secret, want string }{
+		{"https://app.example.com/hooks", "", `OUTBOUND_WEBHOOK_SECRET: required when OUTBOUND_WEBHOOK_URL is set`},
+		{"https://app.example.com/hooks", "whsec_c2hvcnQ=", `OUTBOUND_WEBHOOK_SECRET: want "whsec_" followed by base64 of 24 to 64 random bytes`},
+		{"https://app.example.com/hooks", "whsec_!!not-base64-at-all-but-long-enough!!", `OUTBOUND_WEBHOOK_SECRET: want "whsec_"`},
+		{"app.example.com/hooks", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", `OUTBOUND_WEBHOOK_URL: want the http(s) URL`},
+		{"https://user:pass@app.example.com/hooks", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", `OUTBOUND_WEBHOOK_URL: want the http(s) URL of your backend's endpoint, without credentials`},
+	} {
+		_, err := with(map[string]string{"OUTBOUND_WEBHOOK_URL": tc.url, "OUTBOUND_WEBHOOK_SECRET": tc.secret})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q %q: %v, want %q", tc.url, tc.secret, err, tc.want)
+		}
+		if err != nil && (tc.secret != "" && strings.Contains(err.Error(), tc.secret) || strings.Contains(err.Error(), "pass")) {
+			t.Errorf("the error quotes a secret: %v", err)
+		}
+	}
+}
