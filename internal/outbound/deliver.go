@@ -112,6 +112,8 @@ func New(d *db.DB, opts Options) *Deliverer {
 	return del
 }
 
+// countPending is the pending gauge, read at each scrape; -1 says the database could not
+// be asked, which an alert on growth must not take for zero.
 func (d *Deliverer) countPending() float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
