@@ -135,6 +135,14 @@ func TestEveryChangeOfABillingAnswerIsRecordedOnce(t *testing.T) {
 			t.Errorf("mobile cause %+v", cause)
 		}
 
+		expect("the end of a subscription that does not govern the answer", ProviderWeb, edit(t, updated, func(m map[string]any) {
+			m["id"], m["created"], m["type"] = "evt_deleted", float64(fixtureCreated+150), webSubscriptionDeleted
+			path(m, "data", "object")["status"] = "canceled"
+		}), 3)
+		if sub := h.canonical(ProviderWeb, "sub_1TESTa1B2c3D4e5F6g7H8i9"); sub == nil || sub.Status != StatusExpired {
+			t.Fatalf("the web subscription after its deletion: %+v, want expired", sub)
+		}
+
 		// A plans sync in between: the next change carries the new catalogue, as /me does.
 		plans, err := ParsePlans([]byte(strings.Replace(testPlansYAML, "{name: projects, value: 10}", "{name: projects, value: 25}", 1)))
 		if err != nil {
@@ -154,7 +162,7 @@ func TestEveryChangeOfABillingAnswerIsRecordedOnce(t *testing.T) {
 		}
 
 		n, err := h.svc.Replay(ctx, ReplayFilter{}, func(string, string, string) {})
-		if err != nil || n != 7 {
+		if err != nil || n != 8 {
 			t.Fatalf("replay: %d, %v", n, err)
 		}
 		if got := len(h.outbox()); got != 4 {
@@ -211,6 +219,44 @@ func TestNoOutboxWithoutOutboundWebhooks(t *testing.T) {
 		h.mustSend(ProviderWeb, fixture(t, "web/customer.subscription.updated.json"))
 		if got := len(h.outbox()); got != 0 || fmt.Sprint(calls) != fmt.Sprint([]string{fixtureUser}) {
 			t.Fatalf("%d events recorded, hook calls %v", got, calls)
+		}
+	})
+}
+
+// TestASubscriptionThatMovesChangesBothUsers: a mobile subscription whose later event names
+// another user leaves the first user's answer and joins the second's: two changes.
+func TestASubscriptionThatMovesChangesBothUsers(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d, withOutbound)
+		started := fixture(t, "mobile/subscription_started.json")
+		h.mustSend(ProviderMobile, started)
+		const other = "11111111-2222-4333-8444-555555555555"
+		h.mustSend(ProviderMobile, edit(t, started, func(m map[string]any) {
+			m["customer_user_id"], m["event_type"] = other, "subscription_renewed"
+			m["event_datetime"] = "2026-10-01T12:05:00.000000+0000"
+		}))
+		got := h.outbox()
+		if len(got) != 3 {
+			t.Fatalf("%d events, want 3: gained, then lost by one user and gained by the other", len(got))
+		}
+		byUser := map[string]changeData{}
+		for _, e := range got[1:] {
+			byUser[e.UserID] = e.Body.Data
+		}
+		if lost := byUser[fixtureUser]; !lost.Previous.Subscribed || lost.Current.Subscribed || lost.Current.Plan.Key != "free" {
+			t.Errorf("the first user's change: %+v -> %+v", lost.Previous, lost.Current)
+		}
+		if gained := byUser[other]; gained.Previous.Subscribed || !gained.Current.Subscribed || gained.Current.Plan.Key != "pro" {
+			t.Errorf("the second user's change: %+v -> %+v", gained.Previous, gained.Current)
+		}
+		for user, data := range byUser {
+			now, err := h.svc.View(context.Background(), user)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if asJSON(t, now) != asJSON(t, data.Current) {
+				t.Errorf("user %s: recorded %s, /me says %s", user, asJSON(t, data.Current), asJSON(t, now))
+			}
 		}
 	})
 }
