@@ -34,29 +34,6 @@ func (q *Queries) BumpPlansVersion(ctx context.Context) error {
 	return err
 }
 
-const defaultPlan = `-- name: DefaultPlan :one
-select id, key, name, tier from plans where is_default = true and archived_at is null
-`
-
-type DefaultPlanRow struct {
-	ID   int64
-	Key  string
-	Name string
-	Tier int32
-}
-
-func (q *Queries) DefaultPlan(ctx context.Context) (DefaultPlanRow, error) {
-	row := q.db.QueryRowContext(ctx, defaultPlan)
-	var i DefaultPlanRow
-	err := row.Scan(
-		&i.ID,
-		&i.Key,
-		&i.Name,
-		&i.Tier,
-	)
-	return i, err
-}
-
 const deletePlanEntitlements = `-- name: DeletePlanEntitlements :exec
 delete from plan_entitlements where plan_id = $1
 `

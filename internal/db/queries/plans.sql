@@ -13,9 +13,6 @@ where id = sqlc.arg(id);
 -- name: ArchivePlan :exec
 update plans set archived_at = sqlc.arg(now), is_default = false, updated_at = sqlc.arg(now) where id = sqlc.arg(id);
 
--- name: DefaultPlan :one
-select id, key, name, tier from plans where is_default = true and archived_at is null;
-
 -- name: UpsertEntitlement :one
 insert into entitlements (name, created_at) values (sqlc.arg(name), sqlc.arg(now))
 on conflict (name) do update set name = excluded.name
