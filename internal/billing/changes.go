@@ -29,11 +29,12 @@ type changeEvent struct {
 	Data      changeData `json:"data"`
 }
 
+// Previous and Current are BillingViews, already encoded to be compared.
 type changeData struct {
-	UserID   string      `json:"user_id"`
-	Previous BillingView `json:"previous"`
-	Current  BillingView `json:"current"`
-	Cause    ChangeCause `json:"cause"`
+	UserID   string          `json:"user_id"`
+	Previous json.RawMessage `json:"previous"`
+	Current  json.RawMessage `json:"current"`
+	Cause    ChangeCause     `json:"cause"`
 }
 
 // watchesChanges says whether anyone listens for billing changes: only then is each
@@ -52,10 +53,7 @@ func (s *Service) watchesChanges() bool { return s.announce || len(s.onChange) >
 func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams) error {
 	q.user = userID
 	if !s.watchesChanges() {
-		n, err := q.UpsertSubscription(ctx, arg)
-		if err == nil && n > 0 {
-			q.changed = append(q.changed, userID)
-		}
+		_, err := q.UpsertSubscription(ctx, arg)
 		return err
 	}
 	rows, err := q.ListSubscriptionsBeforeChange(ctx, dbq.ListSubscriptionsBeforeChangeParams{UserID: userID, ProviderSubscriptionID: arg.ProviderSubscriptionID})
@@ -132,16 +130,14 @@ func userRow(r dbq.ListSubscriptionsBeforeChangeRow) dbq.ListUserSubscriptionsRo
 // compareAnswers records a change when userID's answer from rows before differs from the
 // answer from rows after.
 func (s *Service) compareAnswers(ctx context.Context, q *txn, userID string, before, after []dbq.ListUserSubscriptionsRow, plans planCatalogue) error {
-	now := s.now()
-	var positions [2]Entitlements
-	for i, rows := range [][]dbq.ListUserSubscriptionsRow{before, after} {
-		subs, err := s.subscriptionsOf(ctx, q.Queries, userID, rows)
-		if err != nil {
-			return err
-		}
-		positions[i] = positionOf(userID, now, subs, plans)
+	mirrored, err := s.mirrored(ctx, q.Queries, userID)
+	if err != nil {
+		return err
 	}
-	previous, current, err := viewsOf(ctx, q.Queries, positions[0], positions[1])
+	now := s.now()
+	previous, current, err := viewsOf(ctx, q.Queries,
+		positionOf(userID, now, s.subscriptionsOf(before, mirrored), plans),
+		positionOf(userID, now, s.subscriptionsOf(after, mirrored), plans))
 	if err != nil {
 		return err
 	}
@@ -161,7 +157,7 @@ func (s *Service) compareAnswers(ctx context.Context, q *txn, userID string, bef
 		return nil
 	}
 	payload, err := json.Marshal(changeEvent{Type: EntitlementsChanged, Timestamp: now.Format(time.RFC3339), Data: changeData{
-		UserID: userID, Previous: previous, Current: current, Cause: q.cause,
+		UserID: userID, Previous: previousJSON, Current: currentJSON, Cause: q.cause,
 	}})
 	if err != nil {
 		return err

@@ -17,8 +17,22 @@ func withOutbound(o *Options) { o.OutboundWebhooks = true }
 // recordedEvent is an outbox row as a receiver would get it.
 type recordedEvent struct {
 	UserID, EventType string
-	Body              changeEvent
+	Body              decodedChange
 	Raw               map[string]any
+}
+
+// decodedChange is an entitlements.changed body as a receiver decodes it.
+type decodedChange struct {
+	Type      string            `json:"type"`
+	Timestamp string            `json:"timestamp"`
+	Data      decodedChangeData `json:"data"`
+}
+
+type decodedChangeData struct {
+	UserID   string      `json:"user_id"`
+	Previous BillingView `json:"previous"`
+	Current  BillingView `json:"current"`
+	Cause    ChangeCause `json:"cause"`
 }
 
 func (h *harness) outbox() []recordedEvent {
@@ -239,7 +253,7 @@ func TestASubscriptionThatMovesChangesBothUsers(t *testing.T) {
 		if len(got) != 3 {
 			t.Fatalf("%d events, want 3: gained, then lost by one user and gained by the other", len(got))
 		}
-		byUser := map[string]changeData{}
+		byUser := map[string]decodedChangeData{}
 		for _, e := range got[1:] {
 			byUser[e.UserID] = e.Body.Data
 		}

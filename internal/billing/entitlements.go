@@ -115,7 +115,7 @@ func (s *Service) entitlements(ctx context.Context, userID string) (Entitlements
 	if err != nil {
 		return Entitlements{}, err
 	}
-	subs, err := s.subscriptionsOf(ctx, q, userID, rows)
+	mirrored, err := s.mirrored(ctx, q, userID)
 	if err != nil {
 		return Entitlements{}, err
 	}
@@ -123,12 +123,21 @@ func (s *Service) entitlements(ctx context.Context, userID string) (Entitlements
 	if err != nil {
 		return Entitlements{}, err
 	}
-	return positionOf(userID, s.now(), subs, plans), nil
+	return positionOf(userID, s.now(), s.subscriptionsOf(rows, mirrored), plans), nil
 }
 
-// subscriptionsOf turns a user's canonical rows into subscriptions, newest first. In
-// sync_engine mode the mirror, not old webhook rows, speaks for the web.
-func (s *Service) subscriptionsOf(ctx context.Context, q *dbq.Queries, userID string, rows []dbq.ListUserSubscriptionsRow) ([]Subscription, error) {
+// mirrored is the user's web subscriptions from the mirror in sync_engine mode, else none.
+func (s *Service) mirrored(ctx context.Context, q *dbq.Queries, userID string) ([]Subscription, error) {
+	if s.mirrorSchema == "" {
+		return nil, nil
+	}
+	return s.mirrorSubscriptions(ctx, q, userID)
+}
+
+// subscriptionsOf turns a user's canonical rows, and their mirrored web subscriptions,
+// into subscriptions, newest first. In sync_engine mode the mirror, not old webhook rows,
+// speaks for the web.
+func (s *Service) subscriptionsOf(rows []dbq.ListUserSubscriptionsRow, mirrored []Subscription) []Subscription {
 	var subs []Subscription
 	for _, r := range rows {
 		if s.mirrorSchema != "" && r.Provider == ProviderWeb {
@@ -139,15 +148,11 @@ func (s *Service) subscriptionsOf(ctx context.Context, q *dbq.Queries, userID st
 			Plan: Plan{Key: r.PlanKey, Name: r.PlanName, id: r.PlanID, tier: r.PlanTier}, updated: r.UpdatedAt,
 		})
 	}
-	if s.mirrorSchema != "" {
-		mirrored, err := s.mirrorSubscriptions(ctx, q, userID)
-		if err != nil {
-			return nil, err
-		}
+	if len(mirrored) > 0 {
 		subs = append(subs, mirrored...)
 		slices.SortStableFunc(subs, func(a, b Subscription) int { return b.updated.Compare(a.updated) })
 	}
-	return subs, nil
+	return subs
 }
 
 // planCatalogue is every plan, its entitlement values, and the default plan. Once loaded
