@@ -121,8 +121,9 @@ func (s *Service) Ingest(ctx context.Context, provider, eventID, eventType strin
 
 // OnBillingChange registers fn, called after a transaction that changed a user's billing
 // answer (the view /api/v1/me gives) commits, with that user's id: by webhooks, replays
-// and backfills, not by an event that changed no answer (see upsertSubscription). It runs before the webhook
-// is answered, so it should be quick, or hand the work off. Register before serving.
+// and backfills, not by an event that changed no answer (see upsertSubscription). It runs
+// before the webhook is answered, so it should be quick, or hand the work off. Register
+// before serving.
 func (s *Service) OnBillingChange(fn func(ctx context.Context, userID string)) {
 	s.onChange = append(s.onChange, fn)
 }
