@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -208,19 +209,18 @@ func (d *Deliverer) settleAndClaim(ctx context.Context, finished []settled, clai
 	var claimed []dbq.ClaimDeliveriesRow
 	err := d.db.InTx(ctx, func(tx *sql.Tx) error {
 		q := dbq.New(tx)
+		if err := d.markDelivered(ctx, q, finished); err != nil {
+			return err
+		}
 		for _, s := range finished {
-			var err error
-			switch {
-			case s.delivered:
-				err = q.MarkDelivered(ctx, dbq.MarkDeliveredParams{ID: s.id, Now: sql.NullTime{Time: s.at, Valid: true}})
-			default:
-				status := Pending
-				if s.failed {
-					status = Failed
-				}
-				err = q.MarkAttemptFailed(ctx, dbq.MarkAttemptFailedParams{ID: s.id, Status: status, NextAttemptAt: s.next, LastError: sql.NullString{String: s.reason, Valid: true}})
+			if s.delivered {
+				continue
 			}
-			if err != nil {
+			status := Pending
+			if s.failed {
+				status = Failed
+			}
+			if err := q.MarkAttemptFailed(ctx, dbq.MarkAttemptFailedParams{ID: s.id, Status: status, NextAttemptAt: s.next, LastError: sql.NullString{String: s.reason, Valid: true}}); err != nil {
 				return err
 			}
 		}
@@ -244,6 +244,37 @@ func (d *Deliverer) settleAndClaim(ctx context.Context, finished []settled, clai
 		return nil, err
 	}
 	return claimed, nil
+}
+
+// markDelivered records the delivered attempts among finished: in one statement on
+// Postgres, where each costs a round trip; one by one on SQLite, where none does.
+func (d *Deliverer) markDelivered(ctx context.Context, q *dbq.Queries, finished []settled) error {
+	type delivery struct {
+		ID int64     `json:"id"`
+		At time.Time `json:"at"`
+	}
+	var delivered []delivery
+	for _, s := range finished {
+		if s.delivered {
+			delivered = append(delivered, delivery{s.id, s.at})
+		}
+	}
+	if len(delivered) == 0 {
+		return nil
+	}
+	if d.db.Engine == db.Postgres {
+		all, err := json.Marshal(delivered)
+		if err != nil {
+			return err
+		}
+		return q.MarkAllDelivered(ctx, all)
+	}
+	for _, r := range delivered {
+		if err := q.MarkDelivered(ctx, dbq.MarkDeliveredParams{ID: r.ID, Now: sql.NullTime{Time: r.At, Valid: true}}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // attempt sends one delivery and says how it went.

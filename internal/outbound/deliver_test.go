@@ -153,6 +153,15 @@ func TestDeliversEveryEventInOrderOnceTheReceiverIsBack(t *testing.T) {
 		r.Answer(0)
 		eventually(t, "all 12 delivered", func() bool { return countStatus(t, d, Delivered) == 12 })
 		checkOrderAndOnce(t, r.Accepted(), 3, 4)
+		delivered, err := List(context.Background(), d, Filter{Status: Delivered})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range delivered {
+			if x.DeliveredAt == nil || x.DeliveredAt.Before(x.CreatedAt) || x.LastError != "" {
+				t.Errorf("delivery %d: delivered_at %v (created %v), last_error %q", x.ID, x.DeliveredAt, x.CreatedAt, x.LastError)
+			}
+		}
 		if got := testutil.ToFloat64(del.metrics.outcomes.WithLabelValues("delivered")); got != 12 {
 			t.Errorf("delivered counter %v, want 12", got)
 		}

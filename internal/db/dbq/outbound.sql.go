@@ -8,6 +8,7 @@ package dbq
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"time"
 )
 
@@ -233,6 +234,19 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 		return nil, err
 	}
 	return items, nil
+}
+
+const markAllDelivered = `-- name: MarkAllDelivered :exec
+update outbound_deliveries o set status = 'delivered', delivered_at = d.at, lease_until = null, last_error = null
+from jsonb_to_recordset($1::jsonb) as d(id bigint, at timestamptz)
+where o.id = d.id
+`
+
+// MarkDelivered for many deliveries in one statement, for Postgres, where each would cost a
+// round trip: delivered is a JSON array of {"id":…,"at":…}.
+func (q *Queries) MarkAllDelivered(ctx context.Context, delivered json.RawMessage) error {
+	_, err := q.db.ExecContext(ctx, markAllDelivered, delivered)
+	return err
 }
 
 const markAttemptFailed = `-- name: MarkAttemptFailed :exec

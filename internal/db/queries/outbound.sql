@@ -35,6 +35,13 @@ returning id, message_id, user_id, payload, attempts, created_at, give_up_at;
 update outbound_deliveries set status = 'delivered', delivered_at = sqlc.arg(now), lease_until = null, last_error = null
 where id = sqlc.arg(id);
 
+-- name: MarkAllDelivered :exec
+-- MarkDelivered for many deliveries in one statement, for Postgres, where each would cost a
+-- round trip: delivered is a JSON array of {"id":…,"at":…}.
+update outbound_deliveries o set status = 'delivered', delivered_at = d.at, lease_until = null, last_error = null
+from jsonb_to_recordset(sqlc.arg(delivered)::jsonb) as d(id bigint, at timestamptz)
+where o.id = d.id;
+
 -- name: MarkAttemptFailed :exec
 -- status is pending (tried again at next_attempt_at) or failed (given up).
 update outbound_deliveries set status = sqlc.arg(status), next_attempt_at = sqlc.arg(next_attempt_at), lease_until = null, last_error = sqlc.arg(last_error)
