@@ -352,3 +352,113 @@ func (q *Queries) UpsertSubscription(ctx context.Context, arg UpsertSubscription
 	}
 	return result.RowsAffected()
 }
+
+const upsertSubscriptionReadingBefore = `-- name: UpsertSubscriptionReadingBefore :many
+with written as (
+    insert into subscriptions (provider_subscription_id, billing_customer_id, plan_id, provider, status, current_period_end, created_at, updated_at)
+    values ($1, $2, $3, $4, $5, $6, $7, $7)
+    on conflict (provider_subscription_id) do update
+    set billing_customer_id = excluded.billing_customer_id,
+        plan_id = excluded.plan_id,
+        status = excluded.status,
+        current_period_end = excluded.current_period_end,
+        updated_at = excluded.updated_at
+    where subscriptions.billing_customer_id <> excluded.billing_customer_id
+       or subscriptions.plan_id <> excluded.plan_id
+       or subscriptions.status <> excluded.status
+       or subscriptions.current_period_end is distinct from excluded.current_period_end
+    returning 1
+),
+before as (
+    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+    from subscriptions s
+    join billing_customers c on c.id = s.billing_customer_id
+    join plans p on p.id = s.plan_id
+    where c.user_id = $8
+    union
+    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+    from subscriptions s
+    join billing_customers c on c.id = s.billing_customer_id
+    join plans p on p.id = s.plan_id
+    where s.provider_subscription_id = $1
+)
+select before.provider_subscription_id, before.provider, before.status, before.current_period_end, before.updated_at, before.id, before.plan_id, before.plan_key, before.plan_name, before.plan_tier, before.user_id, (select count(*) from written) as written
+from before
+order by updated_at desc, id desc
+`
+
+type UpsertSubscriptionReadingBeforeParams struct {
+	ProviderSubscriptionID int64
+	BillingCustomerID      int64
+	PlanID                 int64
+	Provider               string
+	Status                 string
+	CurrentPeriodEnd       sql.NullTime
+	Now                    time.Time
+	UserID                 string
+}
+
+type UpsertSubscriptionReadingBeforeRow struct {
+	ProviderSubscriptionID int64
+	Provider               string
+	Status                 string
+	CurrentPeriodEnd       sql.NullTime
+	UpdatedAt              time.Time
+	ID                     int64
+	PlanID                 int64
+	PlanKey                string
+	PlanName               string
+	PlanTier               int32
+	UserID                 string
+	Written                int64
+}
+
+// UpsertSubscription and ListSubscriptionsBeforeChange in one statement, for Postgres, to
+// save the read its round trip: every part of a statement sees the snapshot taken before
+// it, so the rows read are those from before the write. written is the rows the write
+// changed; when no row comes back the subscription is new, and so was written (its
+// provider subscription's row lock keeps anyone else from writing it meanwhile).
+func (q *Queries) UpsertSubscriptionReadingBefore(ctx context.Context, arg UpsertSubscriptionReadingBeforeParams) ([]UpsertSubscriptionReadingBeforeRow, error) {
+	rows, err := q.db.QueryContext(ctx, upsertSubscriptionReadingBefore,
+		arg.ProviderSubscriptionID,
+		arg.BillingCustomerID,
+		arg.PlanID,
+		arg.Provider,
+		arg.Status,
+		arg.CurrentPeriodEnd,
+		arg.Now,
+		arg.UserID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []UpsertSubscriptionReadingBeforeRow
+	for rows.Next() {
+		var i UpsertSubscriptionReadingBeforeRow
+		if err := rows.Scan(
+			&i.ProviderSubscriptionID,
+			&i.Provider,
+			&i.Status,
+			&i.CurrentPeriodEnd,
+			&i.UpdatedAt,
+			&i.ID,
+			&i.PlanID,
+			&i.PlanKey,
+			&i.PlanName,
+			&i.PlanTier,
+			&i.UserID,
+			&i.Written,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

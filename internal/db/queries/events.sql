@@ -29,3 +29,14 @@ where (sqlc.arg(provider) = '' or provider = sqlc.arg(provider))
   and received_at >= sqlc.arg(since)
   and (sqlc.arg(only_unprocessed) = false or processed_at is null or processing_error is not null)
 order by received_at, provider_event_id;
+
+-- name: MarkEventProcessedRecording :exec
+-- MarkEventProcessed and InsertOutboundDelivery in one statement, for Postgres: an event
+-- that changed a billing answer records its outbound event without a round trip of its own.
+with recorded as (
+    insert into outbound_deliveries (message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
+    values (sqlc.arg(message_id), sqlc.arg(user_id), sqlc.arg(event_type), sqlc.arg(payload), 'pending', sqlc.arg(now), sqlc.arg(give_up_at), sqlc.arg(now))
+)
+update provider_events
+set processed_at = sqlc.arg(processed_at), processing_error = sqlc.narg(processing_error), updated_at = sqlc.arg(processed_at)
+where provider_events.id = sqlc.arg(id);

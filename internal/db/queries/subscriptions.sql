@@ -77,3 +77,41 @@ join billing_customers c on c.id = s.billing_customer_id
 join plans p on p.id = s.plan_id
 where s.provider_subscription_id = sqlc.arg(provider_subscription_id)
 order by updated_at desc, id desc;
+
+-- name: UpsertSubscriptionReadingBefore :many
+-- UpsertSubscription and ListSubscriptionsBeforeChange in one statement, for Postgres, to
+-- save the read its round trip: every part of a statement sees the snapshot taken before
+-- it, so the rows read are those from before the write. written is the rows the write
+-- changed; when no row comes back the subscription is new, and so was written (its
+-- provider subscription's row lock keeps anyone else from writing it meanwhile).
+with written as (
+    insert into subscriptions (provider_subscription_id, billing_customer_id, plan_id, provider, status, current_period_end, created_at, updated_at)
+    values (sqlc.arg(provider_subscription_id), sqlc.arg(billing_customer_id), sqlc.arg(plan_id), sqlc.arg(provider), sqlc.arg(status), sqlc.narg(current_period_end), sqlc.arg(now), sqlc.arg(now))
+    on conflict (provider_subscription_id) do update
+    set billing_customer_id = excluded.billing_customer_id,
+        plan_id = excluded.plan_id,
+        status = excluded.status,
+        current_period_end = excluded.current_period_end,
+        updated_at = excluded.updated_at
+    where subscriptions.billing_customer_id <> excluded.billing_customer_id
+       or subscriptions.plan_id <> excluded.plan_id
+       or subscriptions.status <> excluded.status
+       or subscriptions.current_period_end is distinct from excluded.current_period_end
+    returning 1
+),
+before as (
+    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+    from subscriptions s
+    join billing_customers c on c.id = s.billing_customer_id
+    join plans p on p.id = s.plan_id
+    where c.user_id = sqlc.arg(user_id)
+    union
+    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+    from subscriptions s
+    join billing_customers c on c.id = s.billing_customer_id
+    join plans p on p.id = s.plan_id
+    where s.provider_subscription_id = sqlc.arg(provider_subscription_id)
+)
+select before.*, (select count(*) from written) as written
+from before
+order by updated_at desc, id desc;
