@@ -9,8 +9,10 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
@@ -100,14 +102,18 @@ func sendOverHTTP(b *testing.B, h *harness, nextEvent func(string) (string, []by
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
 
-// BenchmarkOutboundWebhooks is ingestion over HTTP with outbound webhooks off, and on: each
-// change then also records its entitlements.changed event in the transaction, and a
-// deliverer in the same process signs and POSTs every event to a receiver that answers
-// 204, while the senders go on. The ratio on/off is the feature's cost to ingestion
-// (docs/performance.md); run with -count to interleave the two.
+// BenchmarkOutboundWebhooks is ingestion over HTTP with outbound webhooks off and on, side
+// by side: each on a database of its own, in alternating slices of time (off then on, then
+// on then off, …), so that drift in the machine or the database falls on both alike. With
+// the feature on, each change also records its entitlements.changed event in the
+// transaction, and a deliverer in the same process signs and POSTs every event to a
+// receiver that answers 204. The deliverer runs only in the on slices, so all its work is
+// counted against them. It reports both rates and on/off, the feature's cost to ingestion
+// (docs/performance.md). Each b.N is one pair of slices:
 //
-//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench OutboundWebhooks -benchtime 4s -count 5 ./internal/billing
+//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench OutboundWebhooks -benchtime 16x ./internal/billing
 func BenchmarkOutboundWebhooks(b *testing.B) {
+	const slice = 500 * time.Millisecond
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusNoContent)
@@ -116,25 +122,87 @@ func BenchmarkOutboundWebhooks(b *testing.B) {
 	nextEvent := newSubscriptionEvents(b)
 	for _, engine := range []string{"postgres", "sqlite"} {
 		open := map[string]func(testing.TB) *db.DB{"postgres": dbtest.Postgres, "sqlite": dbtest.SQLite}[engine]
-		b.Run(engine+"/off", func(b *testing.B) { sendOverHTTP(b, newHarness(b, open(b)), nextEvent) })
-		b.Run(engine+"/recordonly", func(b *testing.B) { sendOverHTTP(b, newHarness(b, open(b), withOutbound), nextEvent) })
-		b.Run(engine+"/on", func(b *testing.B) {
-			h := newHarness(b, open(b), withOutbound)
-			del := outbound.New(h.db, outbound.Options{URL: receiver.URL, Key: []byte("bench-key-bench-key-bench-key"), Clock: h.clock})
-			h.svc.OnBillingChange(func(context.Context, string) { del.Wake() })
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); del.Run(ctx) }()
-			sendOverHTTP(b, h, nextEvent)
-			b.StopTimer()
-			cancel()
-			<-done
-			var recorded, delivered int
-			h.db.QueryRow("select count(*), count(delivered_at) from outbound_deliveries").Scan(&recorded, &delivered)
-			if recorded != b.N {
-				b.Fatalf("%d events recorded for %d changes", recorded, b.N)
+		b.Run(engine, func(b *testing.B) {
+			off := newHarness(b, open(b))
+			on := newHarness(b, open(b), withOutbound)
+			del := outbound.New(on.db, outbound.Options{URL: receiver.URL, Key: []byte("bench-key-bench-key-bench-key"), Clock: on.clock})
+			on.svc.OnBillingChange(func(context.Context, string) { del.Wake() })
+			deliverWhile := func(send func()) {
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { defer close(done); del.Run(ctx) }()
+				send()
+				cancel()
+				<-done
 			}
+			var offRate, onRate rate
+			for i := range b.N {
+				sendOff := func() { offRate.add(sendFor(b, off, slice, nextEvent)) }
+				sendOn := func() { deliverWhile(func() { onRate.add(sendFor(b, on, slice, nextEvent)) }) }
+				if i%2 == 0 {
+					sendOff()
+					sendOn()
+				} else {
+					sendOn()
+					sendOff()
+				}
+			}
+			var recorded, delivered int
+			on.db.QueryRow("select count(*), count(delivered_at) from outbound_deliveries").Scan(&recorded, &delivered)
+			if recorded != onRate.events {
+				b.Fatalf("%d events recorded for %d changes", recorded, onRate.events)
+			}
+			b.ReportMetric(offRate.perSecond(), "off-events/s")
+			b.ReportMetric(onRate.perSecond(), "on-events/s")
+			b.ReportMetric(onRate.perSecond()/offRate.perSecond(), "on/off")
 			b.ReportMetric(float64(delivered)/float64(recorded), "delivered/recorded")
 		})
 	}
+}
+
+// rate sums events and the time they took.
+type rate struct {
+	events  int
+	elapsed time.Duration
+}
+
+func (r *rate) add(events int, elapsed time.Duration) {
+	r.events, r.elapsed = r.events+events, r.elapsed+elapsed
+}
+
+func (r rate) perSecond() float64 { return float64(r.events) / r.elapsed.Seconds() }
+
+// sendFor posts new events to h's handler over loopback HTTP, senders at once, for about d,
+// and says how many were answered and in what time.
+func sendFor(b *testing.B, h *harness, d time.Duration, nextEvent func(string) (string, []byte)) (int, time.Duration) {
+	srv := httptest.NewServer(h.handler)
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders}}
+	defer client.CloseIdleConnections()
+	var events atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range senders {
+		wg.Go(func() {
+			for time.Since(start) < d {
+				_, body := nextEvent(b.Name())
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/billing/webhooks/web", bytes.NewReader(body))
+				req.Header.Set("Web-Signature", SignWebHeader(testWebSecret, h.clock(), body))
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Errorf("status %d", resp.StatusCode)
+					return
+				}
+				events.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(events.Load()), time.Since(start)
 }
