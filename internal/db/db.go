@@ -16,7 +16,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite"
 )
 
 // Engine names the database engine behind a DB.
@@ -61,7 +61,9 @@ func Open(ctx context.Context, databaseURL string, lockWait time.Duration) (*DB,
 			lockWait = 10 * time.Second
 		}
 		busyTimeout := fmt.Sprintf("busy_timeout(%d)", lockWait.Milliseconds())
-		for _, p := range []string{"foreign_keys(1)", busyTimeout, "journal_mode(WAL)", "synchronous(NORMAL)"} {
+		// temp_store(2) keeps the journal of a savepoint (each webhook's processing has one)
+		// in memory: by default it spills to a temporary file, opened and written per event.
+		for _, p := range []string{"foreign_keys(1)", busyTimeout, "journal_mode(WAL)", "synchronous(NORMAL)", "temp_store(2)"} {
 			if memory && p == "journal_mode(WAL)" {
 				continue
 			}
@@ -72,10 +74,7 @@ func Open(ctx context.Context, databaseURL string, lockWait time.Duration) (*DB,
 		// within busy_timeout. A deferred transaction that reads first and writes later
 		// cannot wait: beside another process's writer it fails with "database is locked".
 		q.Set("_txlock", "immediate")
-		sqldb, err := sql.Open("sqlite", path+"?"+q.Encode())
-		if err != nil {
-			return nil, err
-		}
+		sqldb := sql.OpenDB(sqliteConnector{dsn: path + "?" + q.Encode(), driver: &sqlite.Driver{}})
 		// SQLite has a single writer. One connection turns what would be SQLITE_BUSY retries
 		// into an orderly queue, keeps transactions serialisable, and is the only way an
 		// in-memory database is shared at all.
