@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"time"
@@ -59,7 +60,8 @@ func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string,
 		_, err := q.UpsertSubscription(ctx, arg)
 		return err
 	}
-	rows, wrote, err := s.upsertReadingBefore(ctx, q, userID, arg)
+	now := s.now()
+	rows, usage, wrote, err := s.upsertReadingBefore(ctx, q, userID, arg, now)
 	if err != nil || !wrote {
 		return err
 	}
@@ -92,7 +94,7 @@ func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string,
 		written.PlanKey, written.PlanName, written.PlanTier = p.Key, p.Name, p.tier
 	}
 	after = byRecency(after, written)
-	if err := s.compareAnswers(ctx, q, userID, before, after, plans); err != nil {
+	if err := s.compareAnswers(ctx, q, userID, before, after, plans, usage, now); err != nil {
 		return err
 	}
 	if old == nil || old.UserID == userID {
@@ -103,36 +105,52 @@ func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string,
 	if err != nil {
 		return err
 	}
-	return s.compareAnswers(ctx, q, old.UserID, byRecency(slices.Clone(theirs), userRow(*old)), theirs, plans)
+	return s.compareAnswers(ctx, q, old.UserID, byRecency(slices.Clone(theirs), userRow(*old)), theirs, plans, nil, now)
 }
 
 // upsertReadingBefore writes a canonical row and gives the rows of its user, and its own
-// former row, as they were before: in one statement on Postgres, where each costs a round
-// trip; in two on SQLite, where none does. written says whether the row changed.
-func (s *Service) upsertReadingBefore(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams) ([]dbq.ListSubscriptionsBeforeChangeRow, bool, error) {
-	if s.db.Engine == db.Postgres {
-		rows, err := q.UpsertSubscriptionReadingBefore(ctx, dbq.UpsertSubscriptionReadingBeforeParams{
-			UserID: userID, ProviderSubscriptionID: arg.ProviderSubscriptionID, BillingCustomerID: arg.BillingCustomerID,
-			PlanID: arg.PlanID, Provider: arg.Provider, Status: arg.Status, CurrentPeriodEnd: arg.CurrentPeriodEnd, Now: arg.Now,
-		})
-		before := make([]dbq.ListSubscriptionsBeforeChangeRow, len(rows))
-		written := true // no rows: the subscription is new
-		for i, r := range rows {
-			before[i] = dbq.ListSubscriptionsBeforeChangeRow{
-				ProviderSubscriptionID: r.ProviderSubscriptionID, Provider: r.Provider, Status: r.Status,
-				CurrentPeriodEnd: r.CurrentPeriodEnd, UpdatedAt: r.UpdatedAt, ID: r.ID,
-				PlanID: r.PlanID, PlanKey: r.PlanKey, PlanName: r.PlanName, PlanTier: r.PlanTier, UserID: r.UserID,
-			}
-			written = r.Written > 0
+// former row, as they were before, and whether the row changed. On Postgres, where each
+// statement costs a round trip, it is one statement, which also reads the user's usage
+// counters for both sides of the change (see the query); on SQLite, where none does, they
+// are two, and the counters are left to be read when needed (nil).
+func (s *Service) upsertReadingBefore(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams, now time.Time) ([]dbq.ListSubscriptionsBeforeChangeRow, []dbq.ListUsageInPeriodsRow, bool, error) {
+	if s.db.Engine != db.Postgres {
+		rows, err := q.ListSubscriptionsBeforeChange(ctx, dbq.ListSubscriptionsBeforeChangeParams{UserID: userID, ProviderSubscriptionID: arg.ProviderSubscriptionID})
+		if err != nil {
+			return nil, nil, false, err
 		}
-		return before, written, err
+		n, err := q.UpsertSubscription(ctx, arg)
+		return rows, nil, n > 0, err
 	}
-	rows, err := q.ListSubscriptionsBeforeChange(ctx, dbq.ListSubscriptionsBeforeChangeParams{UserID: userID, ProviderSubscriptionID: arg.ProviderSubscriptionID})
+	rows, err := q.UpsertSubscriptionReadingBefore(ctx, dbq.UpsertSubscriptionReadingBeforeParams{
+		UserID: userID, ProviderSubscriptionID: arg.ProviderSubscriptionID, BillingCustomerID: arg.BillingCustomerID,
+		PlanID: arg.PlanID, Provider: arg.Provider, Status: arg.Status, CurrentPeriodEnd: arg.CurrentPeriodEnd, Now: arg.Now,
+		MonthEnd: monthEnd(now),
+	})
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	n, err := q.UpsertSubscription(ctx, arg)
-	return rows, n > 0, err
+	if len(rows) == 0 {
+		return nil, nil, false, errors.New("the subscription upsert read no row")
+	}
+	var before []dbq.ListSubscriptionsBeforeChangeRow
+	written := true // no subscription row: the subscription is new
+	for _, r := range rows {
+		if !r.ID.Valid {
+			continue
+		}
+		before = append(before, dbq.ListSubscriptionsBeforeChangeRow{
+			ProviderSubscriptionID: r.ProviderSubscriptionID.Int64, Provider: r.Provider.String, Status: r.Status.String,
+			CurrentPeriodEnd: r.CurrentPeriodEnd, UpdatedAt: r.UpdatedAt.Time, ID: r.ID.Int64,
+			PlanID: r.PlanID.Int64, PlanKey: r.PlanKey.String, PlanName: r.PlanName.String, PlanTier: r.PlanTier.Int32, UserID: r.UserID.String,
+		})
+		written = r.Written > 0
+	}
+	usage := []dbq.ListUsageInPeriodsRow{}
+	if err := json.Unmarshal([]byte(rows[0].Usage), &usage); err != nil {
+		return nil, nil, false, err
+	}
+	return before, usage, written, nil
 }
 
 // byRecency inserts row into rows where the query's order (newest first, then the
@@ -155,17 +173,17 @@ func userRow(r dbq.ListSubscriptionsBeforeChangeRow) dbq.ListUserSubscriptionsRo
 	}
 }
 
-// compareAnswers records a change when userID's answer from rows before differs from the
-// answer from rows after.
-func (s *Service) compareAnswers(ctx context.Context, q *txn, userID string, before, after []dbq.ListUserSubscriptionsRow, plans planCatalogue) error {
+// compareAnswers records a change when userID's answer at now from rows before differs
+// from the answer from rows after. usage holds the counters both may show, or is nil for
+// them to be read.
+func (s *Service) compareAnswers(ctx context.Context, q *txn, userID string, before, after []dbq.ListUserSubscriptionsRow, plans planCatalogue, usage []dbq.ListUsageInPeriodsRow, now time.Time) error {
 	mirrored, err := s.mirrored(ctx, q.Queries, userID)
 	if err != nil {
 		return err
 	}
-	now := s.now()
 	previous, current, err := viewsOf(ctx, q.Queries,
 		positionOf(userID, now, s.subscriptionsOf(before, mirrored), plans),
-		positionOf(userID, now, s.subscriptionsOf(after, mirrored), plans))
+		positionOf(userID, now, s.subscriptionsOf(after, mirrored), plans), usage)
 	if err != nil {
 		return err
 	}
@@ -241,16 +259,20 @@ type versionedCatalogue struct {
 	catalogue planCatalogue
 }
 
-// viewsOf gives the views of two positions of one user, reading the usage counters of both
-// periods at once, and only when either position has a metered entitlement.
-func viewsOf(ctx context.Context, q *dbq.Queries, a, b Entitlements) (BillingView, BillingView, error) {
+// viewsOf gives the views of two positions of one user. Unless given, the usage counters
+// of both periods are read at once, and only when either position has a metered
+// entitlement.
+func viewsOf(ctx context.Context, q *dbq.Queries, a, b Entitlements, usage []dbq.ListUsageInPeriodsRow) (BillingView, BillingView, error) {
 	usedA, usedB := map[string]int64{}, map[string]int64{}
 	if a.metered() || b.metered() {
-		rows, err := q.ListUsageInPeriods(ctx, dbq.ListUsageInPeriodsParams{UserID: a.UserID, PeriodA: a.UsagePeriodEnd(), PeriodB: b.UsagePeriodEnd()})
-		if err != nil {
-			return BillingView{}, BillingView{}, err
+		if usage == nil {
+			var err error
+			usage, err = q.ListUsageInPeriods(ctx, dbq.ListUsageInPeriodsParams{UserID: a.UserID, PeriodA: a.UsagePeriodEnd(), PeriodB: b.UsagePeriodEnd()})
+			if err != nil {
+				return BillingView{}, BillingView{}, err
+			}
 		}
-		for _, r := range rows {
+		for _, r := range usage {
 			if r.PeriodEnd.Equal(a.UsagePeriodEnd()) {
 				usedA[r.Name] = r.Used
 			}

@@ -112,8 +112,22 @@ func TestEveryChangeOfABillingAnswerIsRecordedOnce(t *testing.T) {
 			before = now
 		}
 
+		// Usage in the period each answer counts in, the free plan's month and then the
+		// subscription's period: the views show it, read with the change.
+		useProjects := func(n int64) {
+			t.Helper()
+			if _, err := h.svc.RecordUsage(ctx, fixtureUser, "projects", n); err != nil {
+				t.Fatal(err)
+			}
+			if before, err = h.svc.View(ctx, fixtureUser); err != nil {
+				t.Fatal(err)
+			}
+		}
+		useProjects(1)
+
 		updated := fixture(t, "web/customer.subscription.updated.json")
 		expect("a new subscription", ProviderWeb, updated, 1)
+		useProjects(4)
 		first := h.outbox()[0]
 		if first.UserID != fixtureUser || first.EventType != EntitlementsChanged || first.Body.Type != EntitlementsChanged ||
 			first.Body.Timestamp != fixtureNow.Format(time.RFC3339) || first.Body.Data.UserID != fixtureUser {

@@ -95,7 +95,13 @@ func (e Entitlements) UsagePeriodEnd() time.Time {
 	if e.governing != nil && e.governing.CurrentPeriodEnd != nil {
 		return e.governing.CurrentPeriodEnd.UTC()
 	}
-	y, m, _ := e.At.UTC().Date()
+	return monthEnd(e.At)
+}
+
+// monthEnd is when the calendar month of t ends (UTC): the usage period of a user whom no
+// subscription with a period end governs.
+func monthEnd(t time.Time) time.Time {
+	y, m, _ := t.UTC().Date()
 	return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
 }
 

@@ -381,10 +381,20 @@ before as (
     join billing_customers c on c.id = s.billing_customer_id
     join plans p on p.id = s.plan_id
     where s.provider_subscription_id = $1
+),
+usage as (
+    select coalesce(json_agg(json_build_object('Name', u.name, 'PeriodEnd', u.period_end, 'Used', u.used)), '[]') as usage
+    from usage_counters u
+    where u.user_id = $8
+      and (u.period_end = $9
+           or u.period_end = $6
+           or u.period_end in (select b.current_period_end from before b where b.user_id = $8))
 )
-select before.provider_subscription_id, before.provider, before.status, before.current_period_end, before.updated_at, before.id, before.plan_id, before.plan_key, before.plan_name, before.plan_tier, before.user_id, (select count(*) from written) as written
-from before
-order by updated_at desc, id desc
+select b.provider_subscription_id, b.provider, b.status, b.current_period_end, b.updated_at, b.id, b.plan_id, b.plan_key, b.plan_name, b.plan_tier, b.user_id,
+    (select count(*) from written) as written, usage.usage::text as usage
+from usage
+left join before b on true
+order by b.updated_at desc, b.id desc
 `
 
 type UpsertSubscriptionReadingBeforeParams struct {
@@ -396,28 +406,34 @@ type UpsertSubscriptionReadingBeforeParams struct {
 	CurrentPeriodEnd       sql.NullTime
 	Now                    time.Time
 	UserID                 string
+	MonthEnd               time.Time
 }
 
 type UpsertSubscriptionReadingBeforeRow struct {
-	ProviderSubscriptionID int64
-	Provider               string
-	Status                 string
+	ProviderSubscriptionID sql.NullInt64
+	Provider               sql.NullString
+	Status                 sql.NullString
 	CurrentPeriodEnd       sql.NullTime
-	UpdatedAt              time.Time
-	ID                     int64
-	PlanID                 int64
-	PlanKey                string
-	PlanName               string
-	PlanTier               int32
-	UserID                 string
+	UpdatedAt              sql.NullTime
+	ID                     sql.NullInt64
+	PlanID                 sql.NullInt64
+	PlanKey                sql.NullString
+	PlanName               sql.NullString
+	PlanTier               sql.NullInt32
+	UserID                 sql.NullString
 	Written                int64
+	Usage                  string
 }
 
-// UpsertSubscription and ListSubscriptionsBeforeChange in one statement, for Postgres, to
-// save the read its round trip: every part of a statement sees the snapshot taken before
-// it, so the rows read are those from before the write. written is the rows the write
-// changed; when no row comes back the subscription is new, and so was written (its
-// provider subscription's row lock keeps anyone else from writing it meanwhile).
+// UpsertSubscription, ListSubscriptionsBeforeChange and ListUsageInPeriods in one
+// statement, for Postgres, to save the reads their round trips: every part of a statement
+// sees the snapshot taken before it, so the rows read are those from before the write.
+// Always one row or more: with no subscription row (the user's first), one row of nulls.
+// written is the rows the write changed; when no subscription row comes back the
+// subscription is new, and so was written (its provider subscription's row lock keeps
+// anyone else from writing it meanwhile). usage is the user's counters of every period a
+// position before or after the write can count in: a subscription's period end, or
+// month_end when none governs.
 func (q *Queries) UpsertSubscriptionReadingBefore(ctx context.Context, arg UpsertSubscriptionReadingBeforeParams) ([]UpsertSubscriptionReadingBeforeRow, error) {
 	rows, err := q.db.QueryContext(ctx, upsertSubscriptionReadingBefore,
 		arg.ProviderSubscriptionID,
@@ -428,6 +444,7 @@ func (q *Queries) UpsertSubscriptionReadingBefore(ctx context.Context, arg Upser
 		arg.CurrentPeriodEnd,
 		arg.Now,
 		arg.UserID,
+		arg.MonthEnd,
 	)
 	if err != nil {
 		return nil, err
@@ -449,6 +466,7 @@ func (q *Queries) UpsertSubscriptionReadingBefore(ctx context.Context, arg Upser
 			&i.PlanTier,
 			&i.UserID,
 			&i.Written,
+			&i.Usage,
 		); err != nil {
 			return nil, err
 		}

@@ -79,11 +79,15 @@ where s.provider_subscription_id = sqlc.arg(provider_subscription_id)
 order by updated_at desc, id desc;
 
 -- name: UpsertSubscriptionReadingBefore :many
--- UpsertSubscription and ListSubscriptionsBeforeChange in one statement, for Postgres, to
--- save the read its round trip: every part of a statement sees the snapshot taken before
--- it, so the rows read are those from before the write. written is the rows the write
--- changed; when no row comes back the subscription is new, and so was written (its
--- provider subscription's row lock keeps anyone else from writing it meanwhile).
+-- UpsertSubscription, ListSubscriptionsBeforeChange and ListUsageInPeriods in one
+-- statement, for Postgres, to save the reads their round trips: every part of a statement
+-- sees the snapshot taken before it, so the rows read are those from before the write.
+-- Always one row or more: with no subscription row (the user's first), one row of nulls.
+-- written is the rows the write changed; when no subscription row comes back the
+-- subscription is new, and so was written (its provider subscription's row lock keeps
+-- anyone else from writing it meanwhile). usage is the user's counters of every period a
+-- position before or after the write can count in: a subscription's period end, or
+-- month_end when none governs.
 with written as (
     insert into subscriptions (provider_subscription_id, billing_customer_id, plan_id, provider, status, current_period_end, created_at, updated_at)
     values (sqlc.arg(provider_subscription_id), sqlc.arg(billing_customer_id), sqlc.arg(plan_id), sqlc.arg(provider), sqlc.arg(status), sqlc.narg(current_period_end), sqlc.arg(now), sqlc.arg(now))
@@ -111,7 +115,17 @@ before as (
     join billing_customers c on c.id = s.billing_customer_id
     join plans p on p.id = s.plan_id
     where s.provider_subscription_id = sqlc.arg(provider_subscription_id)
+),
+usage as (
+    select coalesce(json_agg(json_build_object('Name', u.name, 'PeriodEnd', u.period_end, 'Used', u.used)), '[]') as usage
+    from usage_counters u
+    where u.user_id = sqlc.arg(user_id)
+      and (u.period_end = sqlc.arg(month_end)
+           or u.period_end = sqlc.narg(current_period_end)
+           or u.period_end in (select b.current_period_end from before b where b.user_id = sqlc.arg(user_id)))
 )
-select before.*, (select count(*) from written) as written
-from before
-order by updated_at desc, id desc;
+select b.provider_subscription_id, b.provider, b.status, b.current_period_end, b.updated_at, b.id, b.plan_id, b.plan_key, b.plan_name, b.plan_tier, b.user_id,
+    (select count(*) from written) as written, usage.usage::text as usage
+from usage
+left join before b on true
+order by b.updated_at desc, b.id desc;
