@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,4 +144,98 @@ func BenchmarkES256(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkSideBySide runs pairs over loopback HTTP from 50 connections, in alternating
+// slices of time so that drift falls on both sides alike, and reports both rates and their
+// ratio (docs/performance.md), the "Speed" issue's measures:
+//
+//   - me: GET /api/v1/me through the whole handler tree on Postgres, against a bare
+//     net/http handler writing a billing object of the same size;
+//   - middleware: the /api/* stack over a trivial handler, against that handler bare.
+//
+// Each b.N is one pair of slices:
+//
+//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench SideBySide -benchtime 10x ./internal/api
+func BenchmarkSideBySide(b *testing.B) {
+	cfg := benchLimits
+	cfg.db = dbtest.Postgres(b)
+	h := newHarness(b, cfg)
+	token := bearer(h.key.mint(b, validClaims()))
+	if _, err := h.billing.RecordUsage(context.Background(), testUser, "projects", 1); err != nil {
+		b.Fatal(err)
+	}
+	me, req := httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/v1/me", nil)
+	req.Header.Set("Authorization", token)
+	h.handler.ServeHTTP(me, req)
+	if me.Code != http.StatusOK {
+		b.Fatalf("/api/v1/me: %d", me.Code)
+	}
+	body := me.Body.Bytes()
+	bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	})
+	trivial := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
+	a := New(Options{Verifier: h.verifier, Throttles: h.throttles, PerIP: cfg.perIP, PerToken: cfg.perToken})
+	for _, pair := range []struct {
+		name        string
+		real, basis http.Handler
+		path        string
+	}{
+		{"me", h.handler, bare, "/api/v1/me"},
+		{"middleware", a.guard(trivial), trivial, "/api/v1/ping"},
+	} {
+		b.Run(pair.name, func(b *testing.B) {
+			var real, basis float64
+			for i := range b.N {
+				first, second := &real, &basis
+				sides := [2]http.Handler{pair.real, pair.basis}
+				if i%2 == 1 {
+					first, second = second, first
+					sides[0], sides[1] = sides[1], sides[0]
+				}
+				*first += getFor(b, sides[0], pair.path, token)
+				*second += getFor(b, sides[1], pair.path, token)
+			}
+			b.ReportMetric(real/float64(b.N), "tollgate-req/s")
+			b.ReportMetric(basis/float64(b.N), "bare-req/s")
+			b.ReportMetric(real/basis, "ratio")
+		})
+	}
+}
+
+// getFor sends GETs with the token to handler over loopback HTTP from 50 connections for
+// half a second, and gives the rate answered 200.
+func getFor(b *testing.B, handler http.Handler, path, authorization string) float64 {
+	const connections, slice = 50, 500 * time.Millisecond
+	srv := httptest.NewServer(handler)
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: connections}}
+	defer client.CloseIdleConnections()
+	var answered atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range connections {
+		wg.Go(func() {
+			for time.Since(start) < slice {
+				req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+				req.Header.Set("Authorization", authorization)
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Errorf("%s: status %d", path, resp.StatusCode)
+					return
+				}
+				answered.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return float64(answered.Load()) / time.Since(start).Seconds()
 }

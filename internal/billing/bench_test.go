@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,18 +103,45 @@ func sendOverHTTP(b *testing.B, h *harness, nextEvent func(string) (string, []by
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
 
+// BenchmarkIngestVsMinimalReceiver runs tollgate's web webhook endpoint and a minimal
+// receiver (minimalReceiver: signature, one JSON parse, one transaction of two upserts) side
+// by side: the same stream over loopback HTTP from 16 senders, each on a database of its own
+// of the same engine, in alternating slices of time. It reports both rates and p99
+// latencies and their ratios, the "Speed" issue's measure of what ingestion costs beyond the
+// least a correct receiver does (docs/performance.md). Each b.N is one pair of slices:
+//
+//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench IngestVsMinimalReceiver -benchtime 16x ./internal/billing
+func BenchmarkIngestVsMinimalReceiver(b *testing.B) {
+	nextEvent := newSubscriptionEvents(b)
+	for _, engine := range []string{"postgres", "sqlite"} {
+		open := map[string]func(testing.TB) *db.DB{"postgres": dbtest.Postgres, "sqlite": dbtest.SQLite}[engine]
+		b.Run(engine, func(b *testing.B) {
+			h := newHarness(b, open(b))
+			minimal := newMinimalReceiver(b, open(b), testWebSecret, h.clock)
+			var tollgate, baseline sample
+			alternate(b.N,
+				func() { tollgate.add(sendFor(b, h.handler, h.clock, nextEvent)) },
+				func() { baseline.add(sendFor(b, minimal, h.clock, nextEvent)) })
+			b.ReportMetric(tollgate.perSecond(), "tollgate-events/s")
+			b.ReportMetric(baseline.perSecond(), "minimal-events/s")
+			b.ReportMetric(tollgate.perSecond()/baseline.perSecond(), "rate-ratio")
+			b.ReportMetric(float64(tollgate.p99().Microseconds())/1000, "tollgate-p99-ms")
+			b.ReportMetric(float64(baseline.p99().Microseconds())/1000, "minimal-p99-ms")
+			b.ReportMetric(float64(tollgate.p99())/float64(baseline.p99()), "p99-ratio")
+		})
+	}
+}
+
 // BenchmarkOutboundWebhooks is ingestion over HTTP with outbound webhooks off and on, side
-// by side: each on a database of its own, in alternating slices of time (off then on, then
-// on then off, …), so that drift in the machine or the database falls on both alike. With
-// the feature on, each change also records its entitlements.changed event in the
-// transaction, and a deliverer in the same process signs and POSTs every event to a
-// receiver that answers 204. The deliverer runs only in the on slices, so all its work is
-// counted against them. It reports both rates and on/off, the feature's cost to ingestion
-// (docs/performance.md). Each b.N is one pair of slices:
+// by side: each on a database of its own, in alternating slices of time. With the feature
+// on, each change also records its entitlements.changed event in the transaction, and a
+// deliverer in the same process signs and POSTs every event to a receiver that answers 204.
+// The deliverer runs only in the on slices, so all its work is counted against them. It
+// reports both rates and on/off, the feature's cost to ingestion (docs/performance.md).
+// Each b.N is one pair of slices:
 //
 //	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench OutboundWebhooks -benchtime 16x ./internal/billing
 func BenchmarkOutboundWebhooks(b *testing.B) {
-	const slice = 500 * time.Millisecond
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusNoContent)
@@ -127,26 +155,17 @@ func BenchmarkOutboundWebhooks(b *testing.B) {
 			on := newHarness(b, open(b), withOutbound)
 			del := outbound.New(on.db, outbound.Options{URL: receiver.URL, Key: []byte("bench-key-bench-key-bench-key"), Clock: on.clock})
 			on.svc.OnBillingChange(func(context.Context, string) { del.Wake() })
-			deliverWhile := func(send func()) {
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				go func() { defer close(done); del.Run(ctx) }()
-				send()
-				cancel()
-				<-done
-			}
-			var offRate, onRate rate
-			for i := range b.N {
-				sendOff := func() { offRate.add(sendFor(b, off, slice, nextEvent)) }
-				sendOn := func() { deliverWhile(func() { onRate.add(sendFor(b, on, slice, nextEvent)) }) }
-				if i%2 == 0 {
-					sendOff()
-					sendOn()
-				} else {
-					sendOn()
-					sendOff()
-				}
-			}
+			var offRate, onRate sample
+			alternate(b.N,
+				func() { offRate.add(sendFor(b, off.handler, off.clock, nextEvent)) },
+				func() {
+					ctx, cancel := context.WithCancel(context.Background())
+					done := make(chan struct{})
+					go func() { defer close(done); del.Run(ctx) }()
+					onRate.add(sendFor(b, on.handler, on.clock, nextEvent))
+					cancel()
+					<-done
+				})
 			var recorded, delivered int
 			on.db.QueryRow("select count(*), count(delivered_at) from outbound_deliveries").Scan(&recorded, &delivered)
 			if recorded != onRate.events {
@@ -160,34 +179,66 @@ func BenchmarkOutboundWebhooks(b *testing.B) {
 	}
 }
 
-// rate sums events and the time they took.
-type rate struct {
-	events  int
-	elapsed time.Duration
+// slice is how long one side of a side-by-side benchmark sends before the other's turn.
+const slice = 500 * time.Millisecond
+
+// alternate runs pairs slices of a and b, in turns (a then b, then b then a, …) so that drift
+// in the machine or the databases falls on both sides alike.
+func alternate(pairs int, a, b func()) {
+	for i := range pairs {
+		if i%2 == 0 {
+			a()
+			b()
+		} else {
+			b()
+			a()
+		}
+	}
 }
 
-func (r *rate) add(events int, elapsed time.Duration) {
-	r.events, r.elapsed = r.events+events, r.elapsed+elapsed
+// sample sums answered events, the time they took, and each one's latency.
+type sample struct {
+	events    int
+	elapsed   time.Duration
+	latencies []time.Duration
 }
 
-func (r rate) perSecond() float64 { return float64(r.events) / r.elapsed.Seconds() }
+func (s *sample) add(more sample) {
+	s.events, s.elapsed = s.events+more.events, s.elapsed+more.elapsed
+	s.latencies = append(s.latencies, more.latencies...)
+}
 
-// sendFor posts new events to h's handler over loopback HTTP, senders at once, for about d,
-// and says how many were answered and in what time.
-func sendFor(b *testing.B, h *harness, d time.Duration, nextEvent func(string) (string, []byte)) (int, time.Duration) {
-	srv := httptest.NewServer(h.handler)
+func (s sample) perSecond() float64 { return float64(s.events) / s.elapsed.Seconds() }
+
+func (s sample) p99() time.Duration {
+	if len(s.latencies) == 0 {
+		return 0
+	}
+	sorted := slices.Clone(s.latencies)
+	slices.Sort(sorted)
+	return sorted[len(sorted)*99/100]
+}
+
+// sendFor posts new signed events to handler over loopback HTTP, senders at once, for a
+// slice, and says how many were answered, in what time, and how long each took.
+func sendFor(b *testing.B, handler http.Handler, clock func() time.Time, nextEvent func(string) (string, []byte)) sample {
+	srv := httptest.NewServer(handler)
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders}}
 	defer client.CloseIdleConnections()
-	var events atomic.Int64
+	var mu sync.Mutex
+	var all []time.Duration
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range senders {
 		wg.Go(func() {
-			for time.Since(start) < d {
+			var mine []time.Duration
+			defer func() { mu.Lock(); all = append(all, mine...); mu.Unlock() }()
+			for time.Since(start) < slice {
 				_, body := nextEvent(b.Name())
 				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/billing/webhooks/web", bytes.NewReader(body))
-				req.Header.Set("Web-Signature", SignWebHeader(testWebSecret, h.clock(), body))
+				req.Header.Set("Web-Signature", SignWebHeader(testWebSecret, clock(), body))
+				sent := time.Now()
 				resp, err := client.Do(req)
 				if err != nil {
 					b.Error(err)
@@ -199,10 +250,10 @@ func sendFor(b *testing.B, h *harness, d time.Duration, nextEvent func(string) (
 					b.Errorf("status %d", resp.StatusCode)
 					return
 				}
-				events.Add(1)
+				mine = append(mine, time.Since(sent))
 			}
 		})
 	}
 	wg.Wait()
-	return int(events.Load()), time.Since(start)
+	return sample{events: len(all), elapsed: time.Since(start), latencies: all}
 }
