@@ -240,25 +240,6 @@ func (s *Service) markProcessed(ctx context.Context, q *txn, arg dbq.MarkEventPr
 	})
 }
 
-// planCatalogue is the plan catalogue at the version q's transaction read: from memory
-// while that version stands, else read again (and kept).
-func (s *Service) planCatalogue(ctx context.Context, q *txn) (planCatalogue, error) {
-	if c := s.plans.Load(); c != nil && q.plansVersion != 0 && c.version == q.plansVersion {
-		return c.catalogue, nil
-	}
-	plans, err := loadPlanCatalogue(ctx, q.Queries)
-	if err == nil && q.plansVersion != 0 {
-		s.plans.Store(&versionedCatalogue{version: q.plansVersion, catalogue: plans})
-	}
-	return plans, err
-}
-
-// versionedCatalogue is a plan catalogue and the plans_version it was read at.
-type versionedCatalogue struct {
-	version   int64
-	catalogue planCatalogue
-}
-
 // viewsOf gives the views of two positions of one user. Unless given, the usage counters
 // of both periods are read at once, and only when either position has a metered
 // entitlement.

@@ -245,6 +245,71 @@ func (s *Service) planFor(ctx context.Context, q *dbq.Queries, provider string, 
 	return *best, true, nil
 }
 
+// resolvePlan finds the highest-tier plan that sells any of the price (or product) ids, by
+// the mapping of the plan catalogue q's transaction sees.
+func (s *Service) resolvePlan(ctx context.Context, q *txn, provider string, priceIDs []string) (int64, error) {
+	c, err := s.catalogueAt(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	var best *Plan
+	for _, id := range priceIDs {
+		plan, ok := c.catalogue.plans[c.prices[priceKey{provider, id}]]
+		if ok && (best == nil || plan.tier > best.tier) {
+			best = &plan
+		}
+	}
+	if best == nil {
+		return 0, unresolved("unmapped price or product", "price_ids", priceIDs)
+	}
+	return best.id, nil
+}
+
+// planCatalogue is the plan catalogue at the version q's transaction read.
+func (s *Service) planCatalogue(ctx context.Context, q *txn) (planCatalogue, error) {
+	c, err := s.catalogueAt(ctx, q)
+	if err != nil {
+		return planCatalogue{}, err
+	}
+	return c.catalogue, nil
+}
+
+// catalogueAt is the plan catalogue and price mapping at the version q's transaction read:
+// from memory while that version stands, else read again (and kept). Every event's
+// transaction learns the version with its row lock, so a plans sync reaches the next event
+// on every instance without a read per event.
+func (s *Service) catalogueAt(ctx context.Context, q *txn) (*versionedCatalogue, error) {
+	if c := s.plans.Load(); c != nil && q.plansVersion != 0 && c.version == q.plansVersion {
+		return c, nil
+	}
+	catalogue, err := loadPlanCatalogue(ctx, q.Queries)
+	if err != nil {
+		return nil, err
+	}
+	prices, err := q.ListPlanPrices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &versionedCatalogue{version: q.plansVersion, catalogue: catalogue, prices: make(map[priceKey]int64, len(prices))}
+	for _, p := range prices {
+		c.prices[priceKey{p.Provider, p.PriceID}] = p.PlanID
+	}
+	if q.plansVersion != 0 {
+		s.plans.Store(c)
+	}
+	return c, nil
+}
+
+// versionedCatalogue is the plan catalogue and the price mapping at one plans_version.
+type versionedCatalogue struct {
+	version   int64
+	catalogue planCatalogue
+	prices    map[priceKey]int64 // the plan id that sells each price or product
+}
+
+// priceKey is a provider's price (web) or product (mobile) id.
+type priceKey struct{ provider, id string }
+
 // SyncPlans reconciles the plans into the database in one transaction and describes each
 // change. Plans missing from the file are archived, never deleted, so subscriptions keep
 // their plan; their prices stop mapping.

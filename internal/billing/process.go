@@ -397,15 +397,6 @@ func (s *Service) resolveWebCustomer(ctx context.Context, q *txn, webCustomerID,
 	return billingCustomer{c.ID, userID}, nil
 }
 
-// resolvePlan finds the highest-tier plan that sells any of the price (or product) ids.
-func (s *Service) resolvePlan(ctx context.Context, q *txn, provider string, priceIDs []string) (int64, error) {
-	plan, ok, err := s.planFor(ctx, q.Queries, provider, priceIDs)
-	if err == nil && !ok {
-		return 0, unresolved("unmapped price or product", "price_ids", priceIDs)
-	}
-	return plan.id, err
-}
-
 // mobileState is what provider_subscriptions.state holds for a mobile subscription: the
 // canonical result of the last applied event and the ids needed to materialise it.
 type mobileState struct {
