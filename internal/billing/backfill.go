@@ -270,6 +270,7 @@ func (s *Service) backfillSubscription(ctx context.Context, raw json.RawMessage,
 // subscription's snapshot, unless a newer event is stored (newerEvent), and writes the
 // canonical row from whichever snapshot stands.
 func (s *Service) applyWebState(ctx context.Context, q *txn, ps providerSubscription, raw json.RawMessage, sub webSubscription, at time.Time) (newerEvent bool, _ error) {
+	var stored *webSubscription // the stored snapshot's subscription, when it is this one
 	switch {
 	case ps.LastEventID.Valid && (ps.LastEventType.String == webSubscriptionDeleted || !at.After(ps.LastEventAt.Time)):
 		// A deletion is final, and an event as new as the read or newer may hold a change
@@ -289,8 +290,9 @@ func (s *Service) applyWebState(ctx context.Context, q *txn, ps providerSubscrip
 		if err := s.saveProviderSubscription(ctx, q, ps); err != nil {
 			return false, err
 		}
+		stored = &sub
 	}
-	_, err := s.materialiseWeb(ctx, q, ps, outcomeApplied)
+	_, err := s.materialiseWeb(ctx, q, ps, stored, outcomeApplied)
 	return newerEvent, err
 }
 

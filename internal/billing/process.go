@@ -162,6 +162,7 @@ func (s *Service) applyWebSubscription(ctx context.Context, q *txn, ev webEvent)
 	at := time.Unix(ev.Created, 0).UTC()
 
 	outcome := outcomeApplied
+	var stored *webSubscription // the stored snapshot's subscription, when it is this one
 	switch {
 	case ps.LastEventID.String == ev.ID:
 		outcome = outcomeDuplicate
@@ -178,10 +179,11 @@ func (s *Service) applyWebSubscription(ctx context.Context, q *txn, ev webEvent)
 		if err := s.saveProviderSubscription(ctx, q, ps); err != nil {
 			return "", err
 		}
+		stored = &sub
 	}
 	// Materialising again on a duplicate or stale event is idempotent, and lets a replay
 	// carry a plan or customer link fixed since into the canonical row.
-	return s.materialiseWeb(ctx, q, ps, outcome)
+	return s.materialiseWeb(ctx, q, ps, stored, outcome)
 }
 
 // webSupersedes says whether an incoming subscription event replaces the stored snapshot.
@@ -290,19 +292,25 @@ func (s *Service) applyWebInvoice(ctx context.Context, q *txn, ev webEvent) (str
 	if !ps.LastEventID.Valid {
 		return outcome, nil // no subscription event yet: it will pick the payment up
 	}
-	return s.materialiseWeb(ctx, q, ps, outcome)
+	return s.materialiseWeb(ctx, q, ps, nil, outcome)
 }
 
-// materialiseWeb writes the canonical subscription for the stored web snapshot.
-func (s *Service) materialiseWeb(ctx context.Context, q *txn, ps providerSubscription, outcome string) (string, error) {
-	var snap webSnapshot
-	if err := json.Unmarshal([]byte(ps.State), &snap); err != nil {
-		return "", err
+// materialiseWeb writes the canonical subscription for the stored web snapshot. stored is
+// the snapshot's subscription if the caller has just decoded it, which spares decoding the
+// state again; else nil.
+func (s *Service) materialiseWeb(ctx context.Context, q *txn, ps providerSubscription, stored *webSubscription, outcome string) (string, error) {
+	if stored == nil {
+		var snap webSnapshot
+		if err := json.Unmarshal([]byte(ps.State), &snap); err != nil {
+			return "", err
+		}
+		sub, err := decodeWebSubscription(snap.Object)
+		if err != nil {
+			return "", err
+		}
+		stored = &sub
 	}
-	sub, err := decodeWebSubscription(snap.Object)
-	if err != nil {
-		return "", err
-	}
+	sub := *stored
 	status, periodEnd, err := webCanonical(sub, ps.LastEventAt.Time, timePtr(ps.PaidThrough), timePtr(ps.PaidEventAt))
 	if err != nil {
 		return "", err
