@@ -35,6 +35,7 @@ type DB struct {
 	*sql.DB
 	Engine Engine
 	health *health
+	url    string // a Postgres DATABASE_URL, for connections of their own (Listen)
 }
 
 // Open connects to a DATABASE_URL: "sqlite:PATH", "sqlite::memory:" or a postgres:// URL.
@@ -88,7 +89,7 @@ func Open(ctx context.Context, databaseURL string, lockWait time.Duration) (*DB,
 		sqldb.SetMaxOpenConns(20)
 		sqldb.SetMaxIdleConns(20)
 		sqldb.SetConnMaxIdleTime(5 * time.Minute)
-		d = &DB{DB: sqldb, Engine: Postgres}
+		d = &DB{DB: sqldb, Engine: Postgres, url: databaseURL}
 	default:
 		return nil, errors.New("DATABASE_URL: want sqlite:PATH or a postgres:// URL")
 	}

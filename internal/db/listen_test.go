@@ -1,0 +1,66 @@
+package db_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+)
+
+// TestBillingWritesNotify: what a billing answer is made of notifies tollgate_billing when
+// its transaction commits, with the user, or '*' for a plans sync; nothing for a rollback.
+func TestBillingWritesNotify(t *testing.T) {
+	d := dbtest.Postgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Listen(ctx, "tollgate_billing", slog.New(slog.NewTextHandler(io.Discard, nil)), func(p string) { got <- p })
+	}()
+	next := func(want string) {
+		t.Helper()
+		select {
+		case p := <-got:
+			if p != want {
+				t.Fatalf("notified %q, want %q", p, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no notification, want %q", want)
+		}
+	}
+	next("") // listening: start afresh
+
+	const user = "5a4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d"
+	now := time.Now()
+	exec := func(query string, args ...any) {
+		t.Helper()
+		if _, err := d.ExecContext(ctx, query, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := d.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("insert into usage_counters (user_id, name, period_end, used, created_at, updated_at) values ($1, 'projects', $2, 1, $2, $2)", user, now); err != nil {
+		t.Fatal(err)
+	}
+	tx.Rollback()
+	exec("update plans_version set version = version + 1")
+	next("*") // and not the rolled-back usage before it
+	exec("insert into usage_counters (user_id, name, period_end, used, created_at, updated_at) values ($1, 'projects', $2, 1, $2, $2)", user, now)
+	next(user)
+	exec("insert into plans (key, name, tier, is_default, created_at, updated_at) values ('pro', 'Pro', 1, false, $1, $1)", now)
+	exec("insert into billing_customers (user_id, created_at, updated_at) values ($1, $2, $2)", user, now)
+	exec("insert into provider_subscriptions (provider, provider_subscription_id, created_at, updated_at) values ('web', 'sub_1', $1, $1)", now)
+	exec(`insert into subscriptions (provider_subscription_id, billing_customer_id, plan_id, provider, status, created_at, updated_at)
+		select ps.id, c.id, p.id, 'web', 'active', $1, $1 from provider_subscriptions ps, billing_customers c, plans p`, now)
+	next(user)
+	cancel()
+	<-done
+}
