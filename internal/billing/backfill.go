@@ -202,6 +202,7 @@ func (s *Service) backfillSubscription(ctx context.Context, raw json.RawMessage,
 		return change, nil, nil
 	}
 	var changed []string
+	var wrote string // the user whose canonical row was written
 	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
 		q := &txn{Queries: dbq.New(tx), cause: ChangeCause{Provider: ProviderWeb, ProviderEventID: backfillEventID(at), EventType: webBackfillSnapshot}}
 		if _, err := tx.ExecContext(ctx, "savepoint backfill"); err != nil {
@@ -258,10 +259,14 @@ func (s *Service) backfillSubscription(ctx context.Context, raw json.RawMessage,
 		if dryRun {
 			return errDryRun
 		}
+		wrote = q.user
 		return nil
 	})
 	if errors.Is(err, errDryRun) {
 		return change, nil, nil
+	}
+	if err == nil {
+		s.answers.forget(append(changed, wrote)...)
 	}
 	return change, changed, err
 }

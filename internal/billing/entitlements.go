@@ -108,6 +108,10 @@ func monthEnd(t time.Time) time.Time {
 // Entitlements loads the user's position now. Entitlements combine over every entitling
 // subscription (booleans OR, numbers max); with none, the default plan's apply.
 func (s *Service) Entitlements(ctx context.Context, userID string) (e Entitlements, err error) {
+	if s.answers != nil {
+		a, err := s.answer(ctx, userID)
+		return a.position, err
+	}
 	err = s.request(ctx, func(ctx context.Context) error {
 		e, err = s.entitlements(ctx, userID)
 		return err
@@ -299,6 +303,7 @@ func (s *Service) recordUsage(ctx context.Context, userID, name string, amount i
 	if err != nil {
 		return u, err
 	}
+	s.answers.forget(userID) // the next answer shows the new count
 	u.Used, u.Remaining = used, limit-used
 	return u, nil
 }
@@ -307,15 +312,21 @@ func (s *Service) recordUsage(ctx context.Context, userID, name string, amount i
 func (s *Service) UsageThisPeriod(ctx context.Context, e Entitlements) (map[string]int64, error) {
 	var used map[string]int64
 	err := s.request(ctx, func(ctx context.Context) error {
-		rows, err := dbq.New(s.db).ListUsage(ctx, dbq.ListUsageParams{UserID: e.UserID, PeriodEnd: e.UsagePeriodEnd()})
-		if err != nil {
-			return err
-		}
-		used = make(map[string]int64, len(rows))
-		for _, r := range rows {
-			used[r.Name] = r.Used
-		}
-		return nil
+		var err error
+		used, err = s.usageThisPeriod(ctx, e)
+		return err
 	})
 	return used, err
+}
+
+func (s *Service) usageThisPeriod(ctx context.Context, e Entitlements) (map[string]int64, error) {
+	rows, err := dbq.New(s.db).ListUsage(ctx, dbq.ListUsageParams{UserID: e.UserID, PeriodEnd: e.UsagePeriodEnd()})
+	if err != nil {
+		return nil, err
+	}
+	used := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		used[r.Name] = r.Used
+	}
+	return used, nil
 }

@@ -430,6 +430,9 @@ func (s *Service) SyncPlans(ctx context.Context, plans []PlanConfig) ([]string, 
 		// Every instance reads the catalogue anew with its next event.
 		return q.BumpPlansVersion(ctx)
 	})
+	if err == nil && len(changes) > 0 {
+		s.answers.forget("*")
+	}
 	return changes, err
 }
 

@@ -40,8 +40,11 @@ type Options struct {
 	// OutboundWebhooks records an entitlements.changed event in the outbox with every
 	// change of a user's billing answer (OUTBOUND_WEBHOOK_URL is set).
 	OutboundWebhooks bool
-	Clock            func() time.Time
-	Registerer       prometheus.Registerer
+	// AnswersMaxAge, above zero, keeps users' billing answers in memory for at most that
+	// long (answerCache). Not in sync_engine mode, whose mirror is written by another program.
+	AnswersMaxAge time.Duration
+	Clock         func() time.Time
+	Registerer    prometheus.Registerer
 }
 
 // Service is the billing domain: webhook ingestion, plans, entitlements and usage.
@@ -64,6 +67,8 @@ type Service struct {
 	onChange        []func(ctx context.Context, userID string)
 	// plans is the plan catalogue kept in memory for change detection.
 	plans atomic.Pointer[versionedCatalogue]
+	// answers is nil when users' answers are not kept in memory.
+	answers *answerCache
 }
 
 // New builds a Service. Registerer may be nil.
@@ -94,6 +99,9 @@ func New(d *db.DB, log *slog.Logger, opts Options) *Service {
 	if opts.Registerer != nil {
 		opts.Registerer.MustRegister(s.outcomes)
 	}
+	if s.mirrorSchema == "" {
+		s.answers = newAnswerCache(opts.AnswersMaxAge)
+	}
 	return s
 }
 
@@ -114,6 +122,7 @@ func (s *Service) Ingest(ctx context.Context, provider, eventID, eventType strin
 		})
 	})
 	if err == nil {
+		s.answers.forget(append(done.changed, done.UserID)...)
 		s.billingChanged(ctx, done.changed)
 	}
 	return done, err
@@ -223,6 +232,7 @@ func (s *Service) Replay(ctx context.Context, f ReplayFilter, report func(provid
 		if err != nil {
 			return i, fmt.Errorf("replay %s %s: %w", r.Provider, r.ProviderEventID, err)
 		}
+		s.answers.forget(append(done.changed, done.UserID)...)
 		s.billingChanged(ctx, done.changed)
 		report(r.Provider, r.ProviderEventID, done.Outcome)
 		pace.tick()
