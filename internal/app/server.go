@@ -99,7 +99,7 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) *billing.Service {
 		MobileAliases: e.cfg.MobileEventAliases, MountWebWebhook: e.cfg.WebIngestion == config.IngestWebhook,
 		SyncEngineSchema: syncEngineSchema(e.cfg), Registerer: reg,
 		PublicURL: e.cfg.PublicURL, CheckoutRedirectOrigins: e.cfg.CheckoutRedirectOrigins,
-		OutboundWebhooks: e.cfg.OutboundWebhookURL != "",
+		OutboundWebhooks: e.cfg.OutboundWebhookURL != "", AnswersMaxAge: e.cfg.BillingAnswerMaxAge,
 	}
 	if e.cfg.WebAPIKey != "" {
 		opts.WebAPI = webAPI(e.cfg, nil)
@@ -211,6 +211,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		go s.keys.Run(ctx)
 	}
 	go s.web.RunSessionCleanup(ctx, time.Hour)
+	go s.billing.ListenForChanges(ctx)
 	delivering := make(chan struct{})
 	go func() {
 		defer close(delivering)

@@ -38,6 +38,9 @@ type Config struct {
 	AutoMigrate bool
 	// DBTimeout bounds every database call made for a request.
 	DBTimeout time.Duration
+	// BillingAnswerMaxAge is how long serve may keep a user's billing answer in memory;
+	// 0 keeps none (docs/configuration.md).
+	BillingAnswerMaxAge time.Duration
 	// ShutdownTimeout is the grace in-flight requests get after SIGINT or SIGTERM.
 	ShutdownTimeout time.Duration
 	// MetricsAddr, when set, is the only listener that serves /metrics.
@@ -160,6 +163,11 @@ func Load(getenv func(string) string) (Config, error) {
 		return d
 	}
 	c.DBTimeout = duration("DB_TIMEOUT", 5*time.Second)
+	if raw := get("BILLING_ANSWER_MAX_AGE", ""); raw == "0" {
+		c.BillingAnswerMaxAge = 0
+	} else {
+		c.BillingAnswerMaxAge = duration("BILLING_ANSWER_MAX_AGE", 30*time.Second)
+	}
 	c.ShutdownTimeout = duration("SHUTDOWN_TIMEOUT", 25*time.Second)
 	c.MetricsAddr = get("METRICS_ADDR", "")
 

@@ -33,6 +33,7 @@ func TestLoadDefaults(t *testing.T) {
 		"LogFormat":       {c.LogFormat, "text"},
 		"SwaggerUI":       {c.SwaggerUIEnabled, true},
 		"DBTimeout":       {c.DBTimeout, 5 * time.Second},
+		"AnswerMaxAge":    {c.BillingAnswerMaxAge, 30 * time.Second},
 		"ShutdownTimeout": {c.ShutdownTimeout, 25 * time.Second},
 		"MetricsAddr":     {c.MetricsAddr, ""},
 		"WebAPIBase":      {c.WebAPIBase, "https://api.stripe.com"},
@@ -57,6 +58,7 @@ func TestLoadReportsEveryErrorWithoutSecrets(t *testing.T) {
 		"TRUSTED_PROXIES":           "10.0.0.0/8,not-an-ip",
 		"BILLING_MOUNT":             "a/b",
 		"DB_TIMEOUT":                "soon",
+		"BILLING_ANSWER_MAX_AGE":    "-1s",
 		"SHUTDOWN_TIMEOUT":          "-1s",
 		"BRAND_COLOR":               "red;}body{display:none",
 		"BRAND_LOGO_URL":            "javascript:alert(1)",
@@ -68,7 +70,7 @@ func TestLoadReportsEveryErrorWithoutSecrets(t *testing.T) {
 		t.Fatal("no error")
 	}
 	msg := err.Error()
-	for _, name := range []string{"APP_ENV", "DATABASE_URL", "WEB_INGESTION", "WEBHOOK_MAX_BODY", "TRUSTED_PROXIES", "BILLING_MOUNT", "DB_TIMEOUT", "SHUTDOWN_TIMEOUT", "BRAND_COLOR", "BRAND_LOGO_URL", "FORMS", "WEB_API_BASE", "CHECKOUT_REDIRECT_ORIGINS: want origins such as https://app.example.com, got \"https://app.example.com/path\""} {
+	for _, name := range []string{"APP_ENV", "DATABASE_URL", "WEB_INGESTION", "WEBHOOK_MAX_BODY", "TRUSTED_PROXIES", "BILLING_MOUNT", "DB_TIMEOUT", "BILLING_ANSWER_MAX_AGE", "SHUTDOWN_TIMEOUT", "BRAND_COLOR", "BRAND_LOGO_URL", "FORMS", "WEB_API_BASE", "CHECKOUT_REDIRECT_ORIGINS: want origins such as https://app.example.com, got \"https://app.example.com/path\""} {
 		if !strings.Contains(msg, name) {
 			t.Errorf("error does not name %s:\n%s", name, msg)
 		}
