@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
 // answerCache keeps users' billing answers (their position and this period's usage) in
@@ -120,10 +122,7 @@ func (s *Service) answer(ctx context.Context, userID string) (cachedAnswer, erro
 	var a cachedAnswer
 	err := s.request(ctx, func(ctx context.Context) error {
 		var err error
-		if a.position, err = s.entitlements(ctx, userID); err != nil {
-			return err
-		}
-		a.used, err = s.usageThisPeriod(ctx, a.position)
+		a, err = s.readAnswer(ctx, userID, now)
 		return err
 	})
 	if err != nil {
@@ -131,6 +130,48 @@ func (s *Service) answer(ctx context.Context, userID string) (cachedAnswer, erro
 	}
 	s.answers.keep(generation, a, now)
 	return a.clone(), nil
+}
+
+// readAnswer reads userID's answer at now in one statement (UserAnswer), with the plan
+// catalogue from memory at the version that statement returns.
+func (s *Service) readAnswer(ctx context.Context, userID string, now time.Time) (cachedAnswer, error) {
+	q := dbq.New(s.db)
+	rows, err := q.UserAnswer(ctx, dbq.UserAnswerParams{UserID: userID, MonthEnd: monthEnd(now)})
+	if err != nil {
+		return cachedAnswer{}, err
+	}
+	var version int64
+	var subscriptions []dbq.ListUserSubscriptionsRow
+	var usage []dbq.UserAnswerRow
+	for _, r := range rows {
+		switch r.Kind {
+		case "subscription":
+			subscriptions = append(subscriptions, dbq.ListUserSubscriptionsRow{
+				ProviderSubscriptionID: r.ProviderSubscriptionID, Provider: r.Provider, Status: r.Status,
+				CurrentPeriodEnd: r.PeriodEnd, UpdatedAt: r.UpdatedAt, ID: r.ID, PlanID: r.PlanID,
+			})
+		case "usage":
+			usage = append(usage, r)
+		case "version":
+			version = r.PlansVersion
+		}
+	}
+	c, err := s.catalogueAt(ctx, q, version)
+	if err != nil {
+		return cachedAnswer{}, err
+	}
+	for i, r := range subscriptions {
+		p := c.catalogue.plans[r.PlanID]
+		subscriptions[i].PlanKey, subscriptions[i].PlanName, subscriptions[i].PlanTier = p.Key, p.Name, p.tier
+	}
+	a := cachedAnswer{position: positionOf(userID, now, s.subscriptionsOf(subscriptions, nil), c.catalogue), used: map[string]int64{}}
+	period := a.position.UsagePeriodEnd()
+	for _, u := range usage {
+		if u.PeriodEnd.Time.Equal(period) {
+			a.used[u.Name] = u.Used
+		}
+	}
+	return a, nil
 }
 
 // clone copies what a caller could change, so a cached answer stays as it was read.

@@ -114,3 +114,41 @@ func TestAnotherInstancesWebhookChangesThisOnesAnswerWithinASecond(t *testing.T)
 	}
 	t.Logf("seen after %v", time.Since(sent))
 }
+
+// TestAKeptAnswerIsTheAnswer: the one-statement read behind kept answers gives what the
+// uncached reads give, across subscriptions of both providers and usage.
+func TestAKeptAnswerIsTheAnswer(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		kept := newHarness(t, d, withAnswers)
+		plain := newHarness(t, d)
+		ctx := context.Background()
+		same := func(when string) {
+			t.Helper()
+			a, err := kept.svc.View(ctx, fixtureUser)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := plain.svc.View(ctx, fixtureUser)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if asJSON(t, a) != asJSON(t, b) {
+				t.Fatalf("%s: kept %s, read %s", when, asJSON(t, a), asJSON(t, b))
+			}
+		}
+		same("a new user")
+		if _, err := kept.svc.RecordUsage(ctx, fixtureUser, "projects", 1); err != nil {
+			t.Fatal(err)
+		}
+		same("with usage under the default plan")
+		kept.mustSend(ProviderWeb, fixture(t, "web/customer.subscription.updated.json"))
+		if _, err := kept.svc.RecordUsage(ctx, fixtureUser, "projects", 4); err != nil {
+			t.Fatal(err)
+		}
+		same("a web subscription and its period's usage")
+		kept.mustSend(ProviderMobile, edit(t, fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
+			m["customer_user_id"] = fixtureUser
+		}))
+		same("and a mobile one")
+	})
+}

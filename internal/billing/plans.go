@@ -248,7 +248,7 @@ func (s *Service) planFor(ctx context.Context, q *dbq.Queries, provider string, 
 // resolvePlan finds the highest-tier plan that sells any of the price (or product) ids, by
 // the mapping of the plan catalogue q's transaction sees.
 func (s *Service) resolvePlan(ctx context.Context, q *txn, provider string, priceIDs []string) (int64, error) {
-	c, err := s.catalogueAt(ctx, q)
+	c, err := s.catalogueAt(ctx, q.Queries, q.plansVersion)
 	if err != nil {
 		return 0, err
 	}
@@ -267,22 +267,23 @@ func (s *Service) resolvePlan(ctx context.Context, q *txn, provider string, pric
 
 // planCatalogue is the plan catalogue at the version q's transaction read.
 func (s *Service) planCatalogue(ctx context.Context, q *txn) (planCatalogue, error) {
-	c, err := s.catalogueAt(ctx, q)
+	c, err := s.catalogueAt(ctx, q.Queries, q.plansVersion)
 	if err != nil {
 		return planCatalogue{}, err
 	}
 	return c.catalogue, nil
 }
 
-// catalogueAt is the plan catalogue and price mapping at the version q's transaction read:
-// from memory while that version stands, else read again (and kept). Every event's
-// transaction learns the version with its row lock, so a plans sync reaches the next event
-// on every instance without a read per event.
-func (s *Service) catalogueAt(ctx context.Context, q *txn) (*versionedCatalogue, error) {
-	if c := s.plans.Load(); c != nil && q.plansVersion != 0 && c.version == q.plansVersion {
+// catalogueAt is the plan catalogue and price mapping at version, which q's caller read
+// with its other rows (0: unknown): from memory while that version stands, else read
+// again (and kept). Every event's transaction learns the version with its row lock, and an
+// answer's read with its rows, so a plans sync reaches the next of either on every
+// instance without a read of the catalogue each time.
+func (s *Service) catalogueAt(ctx context.Context, q *dbq.Queries, version int64) (*versionedCatalogue, error) {
+	if c := s.plans.Load(); c != nil && version != 0 && c.version == version {
 		return c, nil
 	}
-	catalogue, err := loadPlanCatalogue(ctx, q.Queries)
+	catalogue, err := loadPlanCatalogue(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -290,11 +291,11 @@ func (s *Service) catalogueAt(ctx context.Context, q *txn) (*versionedCatalogue,
 	if err != nil {
 		return nil, err
 	}
-	c := &versionedCatalogue{version: q.plansVersion, catalogue: catalogue, prices: make(map[priceKey]int64, len(prices))}
+	c := &versionedCatalogue{version: version, catalogue: catalogue, prices: make(map[priceKey]int64, len(prices))}
 	for _, p := range prices {
 		c.prices[priceKey{p.Provider, p.PriceID}] = p.PlanID
 	}
-	if q.plansVersion != 0 {
+	if version != 0 {
 		s.plans.Store(c)
 	}
 	return c, nil

@@ -480,3 +480,80 @@ func (q *Queries) UpsertSubscriptionReadingBefore(ctx context.Context, arg Upser
 	}
 	return items, nil
 }
+
+const userAnswer = `-- name: UserAnswer :many
+select 'subscription' as kind, s.id as id, s.provider_subscription_id as provider_subscription_id, s.provider as provider,
+    s.status as status, s.current_period_end as period_end, s.updated_at as updated_at, s.plan_id as plan_id,
+    '' as name, cast(0 as bigint) as used, (select version from plans_version) as plans_version
+from subscriptions s
+join billing_customers c on c.id = s.billing_customer_id
+where c.user_id = $1
+union all
+select 'usage', 0, 0, '', '', u.period_end, u.updated_at, 0, u.name, u.used, 0
+from usage_counters u
+where u.user_id = $1
+  and (u.period_end = $2
+       or u.period_end in (select s.current_period_end from subscriptions s
+                           join billing_customers c on c.id = s.billing_customer_id where c.user_id = $1))
+union all
+select 'version', 0, 0, '', '', null, $2, 0, '', 0, (select version from plans_version)
+order by kind, updated_at desc, id desc
+`
+
+type UserAnswerParams struct {
+	UserID   string
+	MonthEnd time.Time
+}
+
+type UserAnswerRow struct {
+	Kind                   string
+	ID                     int64
+	ProviderSubscriptionID int64
+	Provider               string
+	Status                 string
+	PeriodEnd              sql.NullTime
+	UpdatedAt              time.Time
+	PlanID                 int64
+	Name                   string
+	Used                   int64
+	PlansVersion           int64
+}
+
+// Everything a user's billing answer is read from, in one read: their subscriptions (kind
+// 'subscription', newest first), their usage counters of every period a position can count
+// in (kind 'usage': a subscription's period end, or month_end when none governs), and one
+// 'version' row, so that the plan catalogue's version comes back even for a new user.
+func (q *Queries) UserAnswer(ctx context.Context, arg UserAnswerParams) ([]UserAnswerRow, error) {
+	rows, err := q.db.QueryContext(ctx, userAnswer, arg.UserID, arg.MonthEnd)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []UserAnswerRow
+	for rows.Next() {
+		var i UserAnswerRow
+		if err := rows.Scan(
+			&i.Kind,
+			&i.ID,
+			&i.ProviderSubscriptionID,
+			&i.Provider,
+			&i.Status,
+			&i.PeriodEnd,
+			&i.UpdatedAt,
+			&i.PlanID,
+			&i.Name,
+			&i.Used,
+			&i.PlansVersion,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -129,3 +129,25 @@ select b.provider_subscription_id, b.provider, b.status, b.current_period_end, b
 from usage
 left join before b on true
 order by b.updated_at desc, b.id desc;
+
+-- name: UserAnswer :many
+-- Everything a user's billing answer is read from, in one read: their subscriptions (kind
+-- 'subscription', newest first), their usage counters of every period a position can count
+-- in (kind 'usage': a subscription's period end, or month_end when none governs), and one
+-- 'version' row, so that the plan catalogue's version comes back even for a new user.
+select 'subscription' as kind, s.id as id, s.provider_subscription_id as provider_subscription_id, s.provider as provider,
+    s.status as status, s.current_period_end as period_end, s.updated_at as updated_at, s.plan_id as plan_id,
+    '' as name, cast(0 as bigint) as used, (select version from plans_version) as plans_version
+from subscriptions s
+join billing_customers c on c.id = s.billing_customer_id
+where c.user_id = sqlc.arg(user_id)
+union all
+select 'usage', 0, 0, '', '', u.period_end, u.updated_at, 0, u.name, u.used, 0
+from usage_counters u
+where u.user_id = sqlc.arg(user_id)
+  and (u.period_end = sqlc.arg(month_end)
+       or u.period_end in (select s.current_period_end from subscriptions s
+                           join billing_customers c on c.id = s.billing_customer_id where c.user_id = sqlc.arg(user_id)))
+union all
+select 'version', 0, 0, '', '', null, sqlc.arg(month_end), 0, '', 0, (select version from plans_version)
+order by kind, updated_at desc, id desc;
