@@ -223,23 +223,6 @@ func (q *txn) recordChanges(ctx context.Context) error {
 	return nil
 }
 
-// markProcessed marks the event processed and records the outbound events of the changes
-// it made. On Postgres one event (the usual case) rides with the mark: a round trip fewer.
-func (s *Service) markProcessed(ctx context.Context, q *txn, arg dbq.MarkEventProcessedParams) error {
-	if s.db.Engine != db.Postgres || len(q.outbox) != 1 {
-		if err := q.recordChanges(ctx); err != nil {
-			return err
-		}
-		return q.MarkEventProcessed(ctx, arg)
-	}
-	d := q.outbox[0]
-	q.outbox = nil
-	return q.MarkEventProcessedRecording(ctx, dbq.MarkEventProcessedRecordingParams{
-		ID: arg.ID, ProcessedAt: arg.ProcessedAt, ProcessingError: arg.ProcessingError,
-		MessageID: d.MessageID, UserID: d.UserID, EventType: d.EventType, Payload: d.Payload, Now: d.Now, GiveUpAt: d.GiveUpAt,
-	})
-}
-
 // viewsOf gives the views of two positions of one user. Unless given, the usage counters
 // of both periods are read at once, and only when either position has a metered
 // entitlement.

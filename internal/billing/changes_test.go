@@ -199,17 +199,18 @@ func TestEveryChangeOfABillingAnswerIsRecordedOnce(t *testing.T) {
 	})
 }
 
-// TestARolledBackChangeRecordsNoEvent: a database error after the change was written rolls
-// back the change and its event together; the provider's retry then records it once.
+// TestARolledBackChangeRecordsNoEvent: a database error after the change and its event
+// were written (the last write of the transaction) rolls back both; the provider's retry
+// then records it once.
 func TestARolledBackChangeRecordsNoEvent(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
 		h := newHarness(t, d, withOutbound)
 		failing := map[db.Engine][]string{
 			db.Postgres: {
 				`create function fail_processing() returns trigger language plpgsql as $$ begin raise exception 'injected failure'; end $$`,
-				`create trigger fail_processing before update on provider_events for each row execute function fail_processing()`,
+				`create trigger fail_processing after insert on outbound_deliveries for each row execute function fail_processing()`,
 			},
-			db.SQLite: {`create trigger fail_processing before update on provider_events begin select raise(abort, 'injected failure'); end`},
+			db.SQLite: {`create trigger fail_processing after insert on outbound_deliveries begin select raise(abort, 'injected failure'); end`},
 		}
 		for _, stmt := range failing[d.Engine] {
 			if _, err := d.Exec(stmt); err != nil {
@@ -227,7 +228,7 @@ func TestARolledBackChangeRecordsNoEvent(t *testing.T) {
 		if got := len(h.outbox()); got != 0 || subs != 0 {
 			t.Fatalf("after the rollback: %d events, %d subscriptions; want none", got, subs)
 		}
-		if _, err := d.Exec("drop trigger fail_processing" + map[db.Engine]string{db.Postgres: " on provider_events"}[d.Engine]); err != nil {
+		if _, err := d.Exec("drop trigger fail_processing" + map[db.Engine]string{db.Postgres: " on outbound_deliveries"}[d.Engine]); err != nil {
 			t.Fatal(err)
 		}
 		h.mustSend(ProviderWeb, updated)

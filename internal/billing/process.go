@@ -35,7 +35,7 @@ type txn struct {
 	cause   ChangeCause
 	changed []string
 	// outbox holds the outbound events of the changes, recorded before the transaction
-	// commits (markProcessed, recordChanges).
+	// commits (recordChanges).
 	outbox []dbq.InsertOutboundDeliveryParams
 	user   string // the user the event resolved to, if it did
 	// plansVersion is the plan catalogue's version, as the transaction's lock read it.
@@ -60,12 +60,13 @@ type Processed struct {
 	changed []string
 }
 
-// processEvent runs the provider's processor over a stored event and marks it processed.
-// The processor's writes sit behind a savepoint: an event that resolves to no user or plan,
-// or that can never be processed, leaves every canonical row exactly as it was, and its
-// reason is stored on the event so that `events replay --unprocessed` finds it again. Any
-// other error is returned so the transaction rolls back and the provider retries.
-func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider, eventID, eventType string, body []byte) (Processed, error) {
+// processEvent runs the provider's processor over a stored event and marks it processed,
+// unless marked says the statement that stored it already did. The processor's writes sit
+// behind a savepoint: an event that resolves to no user or plan, or that can never be
+// processed, leaves every canonical row exactly as it was, and its reason is stored on the
+// event so that `events replay --unprocessed` finds it again. Any other error is returned
+// so the transaction rolls back and the provider retries.
+func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider, eventID, eventType string, body []byte, marked bool) (Processed, error) {
 	if _, err := tx.ExecContext(ctx, "savepoint process_event"); err != nil {
 		return Processed{}, err
 	}
@@ -99,7 +100,12 @@ func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider,
 		}
 		q.changed, q.outbox, q.user = nil, nil, ""
 	}
-	if err := s.markProcessed(ctx, q, dbq.MarkEventProcessedParams{ID: rowID, ProcessedAt: sql.NullTime{Time: s.now(), Valid: true}, ProcessingError: processingError}); err != nil {
+	if processingError.Valid || !marked {
+		if err := q.MarkEventProcessed(ctx, dbq.MarkEventProcessedParams{ID: rowID, ProcessedAt: sql.NullTime{Time: s.now(), Valid: true}, ProcessingError: processingError}); err != nil {
+			return Processed{}, err
+		}
+	}
+	if err := q.recordChanges(ctx); err != nil {
 		return Processed{}, err
 	}
 	return Processed{Outcome: outcome, UserID: q.user, Reason: processingError.String, changed: q.changed}, nil

@@ -117,7 +117,7 @@ func (s *Service) Ingest(ctx context.Context, provider, eventID, eventType strin
 			if err != nil {
 				return err
 			}
-			done, err = s.processEvent(ctx, tx, rowID, provider, eventID, eventType, body)
+			done, err = s.processEvent(ctx, tx, rowID, provider, eventID, eventType, body, true)
 			return err
 		})
 	})
@@ -226,7 +226,7 @@ func (s *Service) Replay(ctx context.Context, f ReplayFilter, report func(provid
 			if err != nil {
 				return err
 			}
-			done, err = s.processEvent(ctx, tx, ev.ID, ev.Provider, ev.ProviderEventID, ev.EventType, ev.Payload)
+			done, err = s.processEvent(ctx, tx, ev.ID, ev.Provider, ev.ProviderEventID, ev.EventType, ev.Payload, false)
 			return err
 		})
 		if err != nil {

@@ -119,52 +119,13 @@ func (q *Queries) MarkEventProcessed(ctx context.Context, arg MarkEventProcessed
 	return err
 }
 
-const markEventProcessedRecording = `-- name: MarkEventProcessedRecording :exec
-with recorded as (
-    insert into outbound_deliveries (message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
-    values ($4, $5, $6, $7, 'pending', $8, $9, $8)
-)
-update provider_events
-set processed_at = $1, processing_error = $2, updated_at = $1
-where provider_events.id = $3
-`
-
-type MarkEventProcessedRecordingParams struct {
-	ProcessedAt     sql.NullTime
-	ProcessingError sql.NullString
-	ID              string
-	MessageID       string
-	UserID          string
-	EventType       string
-	Payload         string
-	Now             time.Time
-	GiveUpAt        time.Time
-}
-
-// MarkEventProcessed and InsertOutboundDelivery in one statement, for Postgres: an event
-// that changed a billing answer records its outbound event without a round trip of its own.
-func (q *Queries) MarkEventProcessedRecording(ctx context.Context, arg MarkEventProcessedRecordingParams) error {
-	_, err := q.db.ExecContext(ctx, markEventProcessedRecording,
-		arg.ProcessedAt,
-		arg.ProcessingError,
-		arg.ID,
-		arg.MessageID,
-		arg.UserID,
-		arg.EventType,
-		arg.Payload,
-		arg.Now,
-		arg.GiveUpAt,
-	)
-	return err
-}
-
 const upsertProviderEvent = `-- name: UpsertProviderEvent :one
-insert into provider_events (provider, provider_event_id, event_type, payload, received_at, created_at, updated_at)
-values ($1, $2, $3, $4, $5, $5, $5)
+insert into provider_events (provider, provider_event_id, event_type, payload, received_at, processed_at, created_at, updated_at)
+values ($1, $2, $3, $4, $5, $5, $5, $5)
 on conflict (provider, provider_event_id) do update
 set event_type = excluded.event_type,
     payload = excluded.payload,
-    processed_at = null,
+    processed_at = excluded.processed_at,
     processing_error = null,
     updated_at = excluded.updated_at
 returning id
@@ -178,7 +139,10 @@ type UpsertProviderEventParams struct {
 	Now             time.Time
 }
 
-// A repeat delivery rewrites type, payload and processing state but keeps received_at.
+// A repeat delivery rewrites type, payload and processing state but keeps received_at. The
+// event is marked processed here, in the statement that stores it, since its processing runs
+// in the same transaction: only an event that fails to apply is marked again (with its
+// reason), and a transaction that fails takes the mark with it.
 func (q *Queries) UpsertProviderEvent(ctx context.Context, arg UpsertProviderEventParams) (string, error) {
 	row := q.db.QueryRowContext(ctx, upsertProviderEvent,
 		arg.Provider,

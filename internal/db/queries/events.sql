@@ -1,11 +1,14 @@
 -- name: UpsertProviderEvent :one
--- A repeat delivery rewrites type, payload and processing state but keeps received_at.
-insert into provider_events (provider, provider_event_id, event_type, payload, received_at, created_at, updated_at)
-values (sqlc.arg(provider), sqlc.arg(provider_event_id), sqlc.arg(event_type), sqlc.arg(payload), sqlc.arg(now), sqlc.arg(now), sqlc.arg(now))
+-- A repeat delivery rewrites type, payload and processing state but keeps received_at. The
+-- event is marked processed here, in the statement that stores it, since its processing runs
+-- in the same transaction: only an event that fails to apply is marked again (with its
+-- reason), and a transaction that fails takes the mark with it.
+insert into provider_events (provider, provider_event_id, event_type, payload, received_at, processed_at, created_at, updated_at)
+values (sqlc.arg(provider), sqlc.arg(provider_event_id), sqlc.arg(event_type), sqlc.arg(payload), sqlc.arg(now), sqlc.arg(now), sqlc.arg(now), sqlc.arg(now))
 on conflict (provider, provider_event_id) do update
 set event_type = excluded.event_type,
     payload = excluded.payload,
-    processed_at = null,
+    processed_at = excluded.processed_at,
     processing_error = null,
     updated_at = excluded.updated_at
 returning id;
@@ -29,14 +32,3 @@ where (sqlc.arg(provider) = '' or provider = sqlc.arg(provider))
   and received_at >= sqlc.arg(since)
   and (sqlc.arg(only_unprocessed) = false or processed_at is null or processing_error is not null)
 order by received_at, provider_event_id;
-
--- name: MarkEventProcessedRecording :exec
--- MarkEventProcessed and InsertOutboundDelivery in one statement, for Postgres: an event
--- that changed a billing answer records its outbound event without a round trip of its own.
-with recorded as (
-    insert into outbound_deliveries (message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
-    values (sqlc.arg(message_id), sqlc.arg(user_id), sqlc.arg(event_type), sqlc.arg(payload), 'pending', sqlc.arg(now), sqlc.arg(give_up_at), sqlc.arg(now))
-)
-update provider_events
-set processed_at = sqlc.arg(processed_at), processing_error = sqlc.narg(processing_error), updated_at = sqlc.arg(processed_at)
-where provider_events.id = sqlc.arg(id);
