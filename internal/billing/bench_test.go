@@ -132,6 +132,34 @@ func BenchmarkIngestVsMinimalReceiver(b *testing.B) {
 	}
 }
 
+// BenchmarkIngestGrowth is ingestion over HTTP into a Postgres database holding a million
+// stored events against one holding ten thousand, side by side: what a long life costs
+// ingestion (their indexes are deeper). The stored events are small; the same stream as
+// BenchmarkIngestVsMinimalReceiver. It reports both rates and their ratio. Each b.N is one
+// pair of slices:
+//
+//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench IngestGrowth -benchtime 10x ./internal/billing
+func BenchmarkIngestGrowth(b *testing.B) {
+	nextEvent := newSubscriptionEvents(b)
+	small, large := newHarness(b, dbtest.Postgres(b)), newHarness(b, dbtest.Postgres(b))
+	for h, n := range map[*harness]int{small: 10_000, large: 1_000_000} {
+		if _, err := h.db.Exec(`insert into provider_events (provider, provider_event_id, event_type, received_at, processed_at, created_at, updated_at)
+			select 'web', 'evt_stored_' || g, 'customer.subscription.updated', $1, $1, $1, $1 from generate_series(1, $2) g`, fixtureNow, n); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := h.db.Exec("analyze provider_events"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var tenThousand, million sample
+	alternate(b.N,
+		func() { tenThousand.add(sendFor(b, small.handler, small.clock, nextEvent)) },
+		func() { million.add(sendFor(b, large.handler, large.clock, nextEvent)) })
+	b.ReportMetric(tenThousand.perSecond(), "10k-events/s")
+	b.ReportMetric(million.perSecond(), "1M-events/s")
+	b.ReportMetric(million.perSecond()/tenThousand.perSecond(), "ratio")
+}
+
 // BenchmarkOutboundWebhooks is ingestion over HTTP with outbound webhooks off and on, side
 // by side: each on a database of its own, in alternating slices of time. With the feature
 // on, each change also records its entitlements.changed event in the transaction, and a
