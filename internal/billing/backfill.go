@@ -252,9 +252,6 @@ func (s *Service) backfillSubscription(ctx context.Context, raw json.RawMessage,
 		default:
 			change.Outcome = BackfillUnchanged
 		}
-		if err := q.recordChanges(ctx); err != nil {
-			return err
-		}
 		changed = q.changed
 		if dryRun {
 			return errDryRun

@@ -51,9 +51,8 @@ func (s *Service) watchesChanges() bool { return s.announce || len(s.onChange) >
 //
 // The rows are read once, before the write; the rows after it are those with the written
 // one in its new form, placed by recency (it was written now). With the plan catalogue
-// from memory, on Postgres a change costs ingestion no round trip of its own: the read
-// rides with the write, the outbox row with the event's processed mark. Only a metered
-// plan's usage counters take one.
+// from memory, on Postgres a change costs ingestion one round trip of its own, the outbox
+// row: the read, and the usage counters both sides show, ride with the write.
 func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams) error {
 	q.user = userID
 	if !s.watchesChanges() {
@@ -208,19 +207,7 @@ func (s *Service) compareAnswers(ctx context.Context, q *txn, userID string, bef
 	if err != nil {
 		return err
 	}
-	q.outbox = append(q.outbox, outbound.NewDelivery(userID, EntitlementsChanged, payload, now))
-	return nil
-}
-
-// recordChanges adds the transaction's outbound events to the outbox.
-func (q *txn) recordChanges(ctx context.Context) error {
-	for _, d := range q.outbox {
-		if err := q.InsertOutboundDelivery(ctx, d); err != nil {
-			return err
-		}
-	}
-	q.outbox = nil
-	return nil
+	return outbound.Record(ctx, q.Queries, userID, EntitlementsChanged, payload, now)
 }
 
 // viewsOf gives the views of two positions of one user. Unless given, the usage counters

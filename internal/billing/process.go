@@ -34,10 +34,7 @@ type txn struct {
 	*dbq.Queries
 	cause   ChangeCause
 	changed []string
-	// outbox holds the outbound events of the changes, recorded before the transaction
-	// commits (recordChanges).
-	outbox []dbq.InsertOutboundDeliveryParams
-	user   string // the user the event resolved to, if it did
+	user    string // the user the event resolved to, if it did
 	// plansVersion is the plan catalogue's version, as the transaction's lock read it.
 	plansVersion int64
 }
@@ -98,15 +95,12 @@ func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider,
 		if _, err := tx.ExecContext(ctx, "rollback to savepoint process_event"); err != nil {
 			return Processed{}, err
 		}
-		q.changed, q.outbox, q.user = nil, nil, ""
+		q.changed, q.user = nil, ""
 	}
 	if processingError.Valid || !marked {
 		if err := q.MarkEventProcessed(ctx, dbq.MarkEventProcessedParams{ID: rowID, ProcessedAt: sql.NullTime{Time: s.now(), Valid: true}, ProcessingError: processingError}); err != nil {
 			return Processed{}, err
 		}
-	}
-	if err := q.recordChanges(ctx); err != nil {
-		return Processed{}, err
 	}
 	return Processed{Outcome: outcome, UserID: q.user, Reason: processingError.String, changed: q.changed}, nil
 }

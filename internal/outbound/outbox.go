@@ -20,19 +20,13 @@ import (
 // RetryWindow is how long a delivery is retried before it is marked failed.
 const RetryWindow = 72 * time.Hour
 
-// NewDelivery is the outbox row of an event for userID, to be recorded by the transaction
-// that made the change it tells of (Record): committed together, or not at all.
-func NewDelivery(userID, eventType string, payload []byte, now time.Time) dbq.InsertOutboundDeliveryParams {
-	return dbq.InsertOutboundDeliveryParams{
+// Record adds an event for userID to the outbox through q, which should be the transaction
+// that made the change the event tells of: committed together, or not at all.
+func Record(ctx context.Context, q *dbq.Queries, userID, eventType string, payload []byte, now time.Time) error {
+	return q.InsertOutboundDelivery(ctx, dbq.InsertOutboundDeliveryParams{
 		MessageID: newMessageID(), UserID: userID, EventType: eventType, Payload: string(payload),
 		Now: now, GiveUpAt: now.Add(RetryWindow),
-	}
-}
-
-// Record adds an event for userID to the outbox through q, which should be the transaction
-// that made the change the event tells of.
-func Record(ctx context.Context, q *dbq.Queries, userID, eventType string, payload []byte, now time.Time) error {
-	return q.InsertOutboundDelivery(ctx, NewDelivery(userID, eventType, payload, now))
+	})
 }
 
 // newMessageID is the webhook-id of a delivery, the same on every attempt, by which
