@@ -142,15 +142,62 @@ func syntheticMobileID(top map[string]json.RawMessage) string {
 	return "mobile_synth_" + hex.EncodeToString(sum[:])[:32]
 }
 
+// decodeWebEvent reads a web body in one pass into its envelope and its event, so that the
+// processor does not parse it again. The envelope is checked as webEnvelope checks it from
+// decodeTop. A nil event says the body needs the general path: decodeTop to say what is
+// wrong with it, or a store-then-refuse by the processor (a field of the wrong kind). Keys
+// match as the processor has always matched them, ignoring case: a body whose id is keyed
+// "ID" is read so, where the general path refused it for want of an "id".
+func decodeWebEvent(body []byte) (envelope, *webEvent, error) {
+	if b := bytes.TrimSpace(body); len(b) == 0 || b[0] != '{' {
+		return envelope{}, nil, nil
+	}
+	var wire struct {
+		ID      json.RawMessage `json:"id"`
+		Type    json.RawMessage `json:"type"`
+		Created json.RawMessage `json:"created"`
+		Data    webEventData    `json:"data"`
+	}
+	if json.Unmarshal(body, &wire) != nil {
+		return envelope{}, nil, nil
+	}
+	top := map[string]json.RawMessage{}
+	if wire.ID != nil {
+		top["id"] = wire.ID
+	}
+	if wire.Type != nil {
+		top["type"] = wire.Type
+	}
+	env, err := webEnvelope(top)
+	if err != nil {
+		return env, nil, err
+	}
+	ev := &webEvent{ID: env.ID, Type: env.Type, Data: wire.Data}
+	if (wire.Created != nil && json.Unmarshal(wire.Created, &ev.Created) != nil) || !isJSONString(wire.Type) {
+		return env, nil, nil
+	}
+	return env, ev, nil
+}
+
+// isJSONString says whether a field is absent, null or a JSON string, as webEvent's Type takes.
+func isJSONString(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || raw[0] == '"' || bytes.Equal(raw, []byte("null"))
+}
+
 // webEvent is the envelope of a web provider event.
 type webEvent struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Created int64  `json:"created"`
-	Data    struct {
-		Object             json.RawMessage            `json:"object"`
-		PreviousAttributes map[string]json.RawMessage `json:"previous_attributes"`
-	} `json:"data"`
+	ID      string       `json:"id"`
+	Type    string       `json:"type"`
+	Created int64        `json:"created"`
+	Data    webEventData `json:"data"`
+}
+
+// webEventData is a web event's data: the object it is about and, for an update, the
+// previous values of the attributes that changed.
+type webEventData struct {
+	Object             json.RawMessage            `json:"object"`
+	PreviousAttributes map[string]json.RawMessage `json:"previous_attributes"`
 }
 
 // flexID is a reference the web provider sends either as an id string or as the expanded

@@ -231,3 +231,49 @@ func validStatus(s string) bool {
 	}
 	return false
 }
+
+// FuzzWebEventReadOnce: reading a web body once (decodeWebEvent) gives the envelope the
+// general path (decodeTop, webEnvelope) gives, or its error, and the event the processor
+// would decode; where it declines, the general path takes over.
+func FuzzWebEventReadOnce(f *testing.F) {
+	addFixtureSeeds(f, "web")
+	f.Add([]byte(`{"id":"evt_1","type":5,"created":"x","data":{"object":{"id":"s"}}}`))
+	f.Add([]byte(`{"id":null,"type":"customer.subscription.updated"}`))
+	f.Add([]byte(`{"id":"evt_1","data":5}`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`{"ID":"evt_1","id":"evt_2","Type":"a"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		env, ev, err := decodeWebEvent(body)
+		if ev == nil && err == nil {
+			return // the general path reads it
+		}
+		top, topErr := decodeTop(body)
+		if topErr != nil {
+			t.Fatalf("read once, but the general path finds no object: %v", topErr)
+		}
+		for key := range top {
+			for _, field := range []string{"id", "type", "created", "data"} {
+				if key != field && strings.EqualFold(key, field) {
+					return // the one reading matches keys as the processor does, ignoring case
+				}
+			}
+		}
+		want, wantErr := webEnvelope(top)
+		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+			t.Fatalf("envelope error %v, the general path's %v", err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		if env != want {
+			t.Fatalf("envelope %+v, the general path's %+v", env, want)
+		}
+		var general webEvent
+		if json.Unmarshal(body, &general) != nil {
+			t.Fatalf("read once, but the processor's decode fails")
+		}
+		if !reflect.DeepEqual(*ev, general) {
+			t.Fatalf("event %+v, the processor's %+v", *ev, general)
+		}
+	})
+}

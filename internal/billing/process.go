@@ -58,12 +58,13 @@ type Processed struct {
 }
 
 // processEvent runs the provider's processor over a stored event and marks it processed,
-// unless marked says the statement that stored it already did. The processor's writes sit
+// unless marked says the statement that stored it already did. decoded is the web event
+// already read from body, or nil. The processor's writes sit
 // behind a savepoint: an event that resolves to no user or plan, or that can never be
 // processed, leaves every canonical row exactly as it was, and its reason is stored on the
 // event so that `events replay --unprocessed` finds it again. Any other error is returned
 // so the transaction rolls back and the provider retries.
-func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider, eventID, eventType string, body []byte, marked bool) (Processed, error) {
+func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider, eventID, eventType string, body []byte, decoded *webEvent, marked bool) (Processed, error) {
 	if _, err := tx.ExecContext(ctx, "savepoint process_event"); err != nil {
 		return Processed{}, err
 	}
@@ -72,7 +73,7 @@ func (s *Service) processEvent(ctx context.Context, tx *sql.Tx, rowID, provider,
 	var err error
 	switch provider {
 	case ProviderWeb:
-		outcome, err = s.processWeb(ctx, q, eventID, body)
+		outcome, err = s.processWeb(ctx, q, eventID, body, decoded)
 	case ProviderMobile:
 		outcome, err = s.processMobile(ctx, q, eventID, body)
 	}

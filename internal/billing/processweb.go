@@ -25,11 +25,15 @@ type webSnapshot struct {
 	PreviousAttributes map[string]json.RawMessage `json:"previous_attributes,omitempty"`
 }
 
-func (s *Service) processWeb(ctx context.Context, q *txn, eventID string, body []byte) (string, error) {
-	var ev webEvent
-	if err := json.Unmarshal(body, &ev); err != nil {
-		return "", permanent("web event: %v", jsonProblem(err))
+// processWeb processes a web event: decoded, or else decoded here from body.
+func (s *Service) processWeb(ctx context.Context, q *txn, eventID string, body []byte, decoded *webEvent) (string, error) {
+	if decoded == nil {
+		decoded = &webEvent{}
+		if err := json.Unmarshal(body, decoded); err != nil {
+			return "", permanent("web event: %v", jsonProblem(err))
+		}
 	}
+	ev := *decoded
 	switch ev.Type {
 	case webSubscriptionCreated, webSubscriptionUpdated, webSubscriptionDeleted:
 		return s.applyWebSubscription(ctx, q, ev)

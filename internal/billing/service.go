@@ -108,6 +108,11 @@ func New(d *db.DB, log *slog.Logger, opts Options) *Service {
 // Ingest stores one verified event and runs its processor in a single transaction, so an
 // event is either recorded and processed or, on any database failure, not there at all.
 func (s *Service) Ingest(ctx context.Context, provider, eventID, eventType string, body []byte) (Processed, error) {
+	return s.ingest(ctx, provider, eventID, eventType, body, nil)
+}
+
+// ingest is Ingest with the web event already decoded from body, or nil.
+func (s *Service) ingest(ctx context.Context, provider, eventID, eventType string, body []byte, decoded *webEvent) (Processed, error) {
 	var done Processed
 	err := s.request(ctx, func(ctx context.Context) error {
 		return s.db.InTx(ctx, func(tx *sql.Tx) error {
@@ -117,7 +122,7 @@ func (s *Service) Ingest(ctx context.Context, provider, eventID, eventType strin
 			if err != nil {
 				return err
 			}
-			done, err = s.processEvent(ctx, tx, rowID, provider, eventID, eventType, body, true)
+			done, err = s.processEvent(ctx, tx, rowID, provider, eventID, eventType, body, decoded, true)
 			return err
 		})
 	})
@@ -226,7 +231,7 @@ func (s *Service) Replay(ctx context.Context, f ReplayFilter, report func(provid
 			if err != nil {
 				return err
 			}
-			done, err = s.processEvent(ctx, tx, ev.ID, ev.Provider, ev.ProviderEventID, ev.EventType, ev.Payload, false)
+			done, err = s.processEvent(ctx, tx, ev.ID, ev.Provider, ev.ProviderEventID, ev.EventType, ev.Payload, nil, false)
 			return err
 		})
 		if err != nil {

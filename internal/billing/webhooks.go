@@ -68,26 +68,37 @@ func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request, provider 
 		return
 	}
 	stored, err := storableJSON(body)
-	if err == nil {
-		body = stored
-		top, err = decodeTop(body)
-	}
 	if err != nil {
 		s.refuse(w, r, provider, len(body), &webhookError{status: http.StatusBadRequest, kind: "invalid-body",
 			outcome: "bad_json", detail: err.Error() + ".", cause: err})
 		return
 	}
-	if provider == ProviderMobile && len(top["event_type"]) == 0 {
-		s.mobileSetupCheck(w, top)
-		return
+	body = stored
+	// A web event is read once, for its envelope and its processor alike; anything else,
+	// or a web body that needs it, takes the general path.
+	var env envelope
+	var decoded *webEvent
+	if provider == ProviderWeb {
+		env, decoded, err = decodeWebEvent(body)
 	}
-	env, err := envelopeOf(top)
+	if decoded == nil && err == nil {
+		if top, err = decodeTop(body); err != nil {
+			s.refuse(w, r, provider, len(body), &webhookError{status: http.StatusBadRequest, kind: "invalid-body",
+				outcome: "bad_json", detail: err.Error() + ".", cause: err})
+			return
+		}
+		if provider == ProviderMobile && len(top["event_type"]) == 0 {
+			s.mobileSetupCheck(w, top)
+			return
+		}
+		env, err = envelopeOf(top)
+	}
 	if err != nil {
 		s.refuse(w, r, provider, len(body), &webhookError{status: http.StatusBadRequest, kind: "invalid-body",
 			outcome: "bad_event_id", detail: err.Error() + ".", cause: err})
 		return
 	}
-	done, err := s.Ingest(r.Context(), provider, env.ID, env.Type, body)
+	done, err := s.ingest(r.Context(), provider, env.ID, env.Type, body, decoded)
 	if err != nil {
 		s.refuse(w, r, provider, len(body), &webhookError{status: http.StatusServiceUnavailable, kind: "unavailable",
 			outcome: "unavailable", detail: "The event could not be stored; retry later.", cause: err})
