@@ -65,7 +65,8 @@ type Service struct {
 	announce        bool // record changes in the outbox
 	outcomes        *prometheus.CounterVec
 	onChange        []func(ctx context.Context, userID string)
-	// plans is the plan catalogue kept in memory for change detection.
+	// plans is the plan catalogue and price mapping kept in memory, at one plans_version
+	// (catalogueAt): for plan resolution, change detection and answers.
 	plans atomic.Pointer[versionedCatalogue]
 	// answers is nil when users' answers are not kept in memory.
 	answers *answerCache
