@@ -312,21 +312,15 @@ func (s *Service) recordUsage(ctx context.Context, userID, name string, amount i
 func (s *Service) UsageThisPeriod(ctx context.Context, e Entitlements) (map[string]int64, error) {
 	var used map[string]int64
 	err := s.request(ctx, func(ctx context.Context) error {
-		var err error
-		used, err = s.usageThisPeriod(ctx, e)
-		return err
+		rows, err := dbq.New(s.db).ListUsage(ctx, dbq.ListUsageParams{UserID: e.UserID, PeriodEnd: e.UsagePeriodEnd()})
+		if err != nil {
+			return err
+		}
+		used = make(map[string]int64, len(rows))
+		for _, r := range rows {
+			used[r.Name] = r.Used
+		}
+		return nil
 	})
 	return used, err
-}
-
-func (s *Service) usageThisPeriod(ctx context.Context, e Entitlements) (map[string]int64, error) {
-	rows, err := dbq.New(s.db).ListUsage(ctx, dbq.ListUsageParams{UserID: e.UserID, PeriodEnd: e.UsagePeriodEnd()})
-	if err != nil {
-		return nil, err
-	}
-	used := make(map[string]int64, len(rows))
-	for _, r := range rows {
-		used[r.Name] = r.Used
-	}
-	return used, nil
 }
