@@ -67,10 +67,13 @@ func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request, provider 
 			outcome: "unauthorized", detail: "The webhook signature or authorization is missing or does not match.", cause: err})
 		return
 	}
-	stored, err := storableJSON(body)
-	if err != nil {
+	badJSON := func(err error) {
 		s.refuse(w, r, provider, len(body), &webhookError{status: http.StatusBadRequest, kind: "invalid-body",
 			outcome: "bad_json", detail: err.Error() + ".", cause: err})
+	}
+	stored, err := storableJSON(body)
+	if err != nil {
+		badJSON(err)
 		return
 	}
 	body = stored
@@ -83,8 +86,7 @@ func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request, provider 
 	}
 	if decoded == nil && err == nil {
 		if top, err = decodeTop(body); err != nil {
-			s.refuse(w, r, provider, len(body), &webhookError{status: http.StatusBadRequest, kind: "invalid-body",
-				outcome: "bad_json", detail: err.Error() + ".", cause: err})
+			badJSON(err)
 			return
 		}
 		if provider == ProviderMobile && len(top["event_type"]) == 0 {
