@@ -223,12 +223,15 @@ func TestGivesUpAfterTheRetryWindowAndRetriesOnRequest(t *testing.T) {
 		record(t, d, 1, 1, clock)
 		del := start(t, d, r, Options{Clock: now, Backoff: func(int) time.Duration { return 24 * time.Hour }})
 		eventually(t, "a first attempt", func() bool { return r.Attempts() == 1 })
-		eventually(t, "the attempt recorded", func() bool {
-			list, _ := List(context.Background(), d, Filter{})
-			return len(list) == 1 && list[0].LastError != ""
-		})
-		// Attempts at 0, 24 h and 48 h; the next would fall past the 72 h window.
+		// Attempts at 0, 24 h and 48 h; the next would fall past the 72 h window. The clock
+		// moves only once an attempt is recorded: moved between the receiver's answer and
+		// the recording, it would put the next attempt a day later.
 		for day := 1; day <= 2; day++ {
+			eventually(t, fmt.Sprintf("attempt %d recorded", day), func() bool {
+				list, _ := List(context.Background(), d, Filter{})
+				return len(list) == 1 && list[0].Attempts == day && list[0].LastError != "" &&
+					list[0].NextAttemptAt != nil && list[0].NextAttemptAt.After(now())
+			})
 			mu.Lock()
 			clock = clock.Add(24*time.Hour + time.Second)
 			mu.Unlock()
