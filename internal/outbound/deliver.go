@@ -204,8 +204,9 @@ type settled struct {
 	reason string
 }
 
-// settleAndClaim records finished attempts and leases up to claim due deliveries, at most
-// one per user (the oldest pending of each), in one transaction.
+// settleAndClaim records finished attempts, moves recorded events in, and leases up to
+// claim due deliveries, at most one per user (the oldest pending of each), in one
+// transaction.
 func (d *Deliverer) settleAndClaim(ctx context.Context, finished []settled, claim int) ([]dbq.ClaimDeliveriesRow, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -229,6 +230,9 @@ func (d *Deliverer) settleAndClaim(ctx context.Context, finished []settled, clai
 		}
 		if claim == 0 {
 			return nil
+		}
+		if _, err := MoveRecorded(ctx, d.db, q); err != nil {
+			return err
 		}
 		now := d.opts.Clock().UTC()
 		arg := dbq.ClaimDeliveriesParams{LeaseUntil: sql.NullTime{Time: now.Add(d.opts.Lease), Valid: true}, Now: now, Max: int32(claim)}

@@ -196,10 +196,8 @@ func TestADeliveryWhoseInstanceDiedIsAttemptedOnceItsLeaseRunsOut(t *testing.T) 
 		r := outboundtest.NewReceiver(t)
 		record(t, d, 1, 2, time.Now())
 		// An instance claims the first event and dies before it answers.
-		now := time.Now().UTC()
-		claimed, err := dbq.New(d).ClaimDeliveries(context.Background(), dbq.ClaimDeliveriesParams{
-			LeaseUntil: sql.NullTime{Time: now.Add(300 * time.Millisecond), Valid: true}, Now: now, Max: 16,
-		})
+		dead := New(d, Options{URL: r.URL, Key: outboundtest.Key(), Lease: 300 * time.Millisecond})
+		claimed, err := dead.settleAndClaim(context.Background(), nil, batch)
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("claimed %d, %v", len(claimed), err)
 		}

@@ -2,6 +2,7 @@ package outbound
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/db"
@@ -41,6 +42,9 @@ func List(ctx context.Context, d *db.DB, f Filter) ([]Delivery, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
+	if err := moveAllRecorded(ctx, d); err != nil {
+		return nil, err
+	}
 	rows, err := dbq.New(d).ListDeliveries(ctx, dbq.ListDeliveriesParams{Status: f.Status, UserID: f.UserID, Max: int32(f.Limit)})
 	if err != nil {
 		return nil, err
@@ -66,11 +70,33 @@ func List(ctx context.Context, d *db.DB, f Filter) ([]Delivery, error) {
 // Retry makes a pending or failed delivery due now, retried for another RetryWindow. It
 // reports false when there is no such delivery, or it was delivered.
 func Retry(ctx context.Context, d *db.DB, id int64, now time.Time) (bool, error) {
+	if err := moveAllRecorded(ctx, d); err != nil {
+		return false, err
+	}
 	n, err := dbq.New(d).RetryDelivery(ctx, dbq.RetryDeliveryParams{ID: id, Now: now.UTC(), GiveUpAt: now.UTC().Add(RetryWindow)})
 	return n > 0, err
 }
 
 // RetryFailed makes every failed delivery due now, and says how many there were.
 func RetryFailed(ctx context.Context, d *db.DB, now time.Time) (int64, error) {
+	if err := moveAllRecorded(ctx, d); err != nil {
+		return 0, err
+	}
 	return dbq.New(d).RetryFailedDeliveries(ctx, dbq.RetryFailedDeliveriesParams{Now: now.UTC(), GiveUpAt: now.UTC().Add(RetryWindow)})
+}
+
+// moveAllRecorded moves every recorded event into outbound_deliveries, so that the commands
+// see them whether or not a deliverer has run since they were recorded.
+func moveAllRecorded(ctx context.Context, d *db.DB) error {
+	for more := true; more; {
+		err := d.InTx(ctx, func(tx *sql.Tx) error {
+			var err error
+			more, err = MoveRecorded(ctx, d, dbq.New(tx))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

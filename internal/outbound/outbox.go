@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
@@ -21,12 +22,37 @@ import (
 const RetryWindow = 72 * time.Hour
 
 // Record adds an event for userID to the outbox through q, which should be the transaction
-// that made the change the event tells of: committed together, or not at all.
+// that made the change the event tells of: committed together, or not at all. The event
+// waits in outbound_new_events, which has no index to update, until the deliverer (or a
+// command that lists or retries deliveries) moves it into outbound_deliveries: what
+// ingestion pays for an event is one narrow insert (migration 00010).
 func Record(ctx context.Context, q *dbq.Queries, userID, eventType string, payload []byte, now time.Time) error {
-	return q.InsertOutboundDelivery(ctx, dbq.InsertOutboundDeliveryParams{
+	return q.InsertOutboundEvent(ctx, dbq.InsertOutboundEventParams{
 		MessageID: newMessageID(), UserID: userID, EventType: eventType, Payload: string(payload),
 		Now: now, GiveUpAt: now.Add(RetryWindow),
 	})
+}
+
+// moveBatch bounds one move, so that a backlog (the deliverer was not running) is taken in
+// by several short transactions rather than one long one.
+const moveBatch = 10_000
+
+// MoveRecorded moves recorded events, oldest first, into outbound_deliveries as pending
+// deliveries due now, at most moveBatch of them, through q, a transaction on d. It reports
+// how many it may have left.
+func MoveRecorded(ctx context.Context, d *db.DB, q *dbq.Queries) (more bool, err error) {
+	if d.Engine == db.Postgres {
+		n, err := q.MoveNewEvents(ctx, moveBatch)
+		return n == moveBatch, err
+	}
+	last, err := q.LastNewEventToMove(ctx, moveBatch)
+	if err != nil || last == 0 {
+		return false, err
+	}
+	if err := q.CopyNewEventsUpTo(ctx, last); err != nil {
+		return false, err
+	}
+	return true, q.DeleteNewEventsUpTo(ctx, last)
 }
 
 // newMessageID is the webhook-id of a delivery, the same on every attempt, by which

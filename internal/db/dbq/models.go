@@ -49,6 +49,16 @@ type OutboundDelivery struct {
 	DeliveredAt   sql.NullTime
 }
 
+type OutboundNewEvent struct {
+	ID        int64
+	MessageID string
+	UserID    string
+	EventType string
+	Payload   string
+	CreatedAt time.Time
+	GiveUpAt  time.Time
+}
+
 type Plan struct {
 	ID         int64
 	Key        string

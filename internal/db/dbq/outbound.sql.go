@@ -137,23 +137,43 @@ func (q *Queries) ClaimDeliveriesSkipLocked(ctx context.Context, arg ClaimDelive
 	return items, nil
 }
 
-const countPendingDeliveries = `-- name: CountPendingDeliveries :one
-select count(*) from outbound_deliveries where status = 'pending'
+const copyNewEventsUpTo = `-- name: CopyNewEventsUpTo :exec
+insert into outbound_deliveries (message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
+select n.message_id, n.user_id, n.event_type, n.payload, 'pending', n.created_at, n.give_up_at, n.created_at
+from outbound_new_events n where n.id <= $1 order by n.id
 `
 
-func (q *Queries) CountPendingDeliveries(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, countPendingDeliveries)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+func (q *Queries) CopyNewEventsUpTo(ctx context.Context, last int64) error {
+	_, err := q.db.ExecContext(ctx, copyNewEventsUpTo, last)
+	return err
 }
 
-const insertOutboundDelivery = `-- name: InsertOutboundDelivery :exec
-insert into outbound_deliveries (message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
-values ($1, $2, $3, $4, 'pending', $5, $6, $5)
+const countPendingDeliveries = `-- name: CountPendingDeliveries :one
+select (select count(*) from outbound_deliveries where status = 'pending') + (select count(*) from outbound_new_events)
 `
 
-type InsertOutboundDeliveryParams struct {
+func (q *Queries) CountPendingDeliveries(ctx context.Context) (int32, error) {
+	row := q.db.QueryRowContext(ctx, countPendingDeliveries)
+	var column_1 int32
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const deleteNewEventsUpTo = `-- name: DeleteNewEventsUpTo :exec
+delete from outbound_new_events where id <= $1
+`
+
+func (q *Queries) DeleteNewEventsUpTo(ctx context.Context, last int64) error {
+	_, err := q.db.ExecContext(ctx, deleteNewEventsUpTo, last)
+	return err
+}
+
+const insertOutboundEvent = `-- name: InsertOutboundEvent :exec
+insert into outbound_new_events (message_id, user_id, event_type, payload, created_at, give_up_at)
+values ($1, $2, $3, $4, $5, $6)
+`
+
+type InsertOutboundEventParams struct {
 	MessageID string
 	UserID    string
 	EventType string
@@ -162,8 +182,8 @@ type InsertOutboundDeliveryParams struct {
 	GiveUpAt  time.Time
 }
 
-func (q *Queries) InsertOutboundDelivery(ctx context.Context, arg InsertOutboundDeliveryParams) error {
-	_, err := q.db.ExecContext(ctx, insertOutboundDelivery,
+func (q *Queries) InsertOutboundEvent(ctx context.Context, arg InsertOutboundEventParams) error {
+	_, err := q.db.ExecContext(ctx, insertOutboundEvent,
 		arg.MessageID,
 		arg.UserID,
 		arg.EventType,
@@ -172,6 +192,20 @@ func (q *Queries) InsertOutboundDelivery(ctx context.Context, arg InsertOutbound
 		arg.GiveUpAt,
 	)
 	return err
+}
+
+const lastNewEventToMove = `-- name: LastNewEventToMove :one
+select cast(coalesce(max(b.id), 0) as bigint) from (select n.id from outbound_new_events n order by n.id limit $1) b
+`
+
+// MoveNewEvents for SQLite, where a statement cannot both delete and insert, in three: the
+// id up to which to move (0: none), then CopyNewEventsUpTo and DeleteNewEventsUpTo. The
+// single writer keeps anything from coming between them.
+func (q *Queries) LastNewEventToMove(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, lastNewEventToMove, max)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const listDeliveries = `-- name: ListDeliveries :many
@@ -285,6 +319,27 @@ type MarkDeliveredParams struct {
 func (q *Queries) MarkDelivered(ctx context.Context, arg MarkDeliveredParams) error {
 	_, err := q.db.ExecContext(ctx, markDelivered, arg.Now, arg.ID)
 	return err
+}
+
+const moveNewEvents = `-- name: MoveNewEvents :execrows
+with moved as (
+    delete from outbound_new_events where id in (
+        select n.id from outbound_new_events n order by n.id limit $1 for update skip locked
+    )
+    returning id, message_id, user_id, event_type, payload, created_at, give_up_at
+)
+insert into outbound_deliveries (message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
+select m.message_id, m.user_id, m.event_type, m.payload, 'pending', m.created_at, m.give_up_at, m.created_at from moved m order by m.id
+`
+
+// Moves up to max recorded events, oldest first, into outbound_deliveries, due now, for
+// Postgres: in one statement, skipping the rows another instance is moving.
+func (q *Queries) MoveNewEvents(ctx context.Context, max int32) (int64, error) {
+	result, err := q.db.ExecContext(ctx, moveNewEvents, max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const retryDelivery = `-- name: RetryDelivery :execrows

@@ -1,6 +1,32 @@
--- name: InsertOutboundDelivery :exec
+-- name: InsertOutboundEvent :exec
+insert into outbound_new_events (message_id, user_id, event_type, payload, created_at, give_up_at)
+values (sqlc.arg(message_id), sqlc.arg(user_id), sqlc.arg(event_type), sqlc.arg(payload), sqlc.arg(now), sqlc.arg(give_up_at));
+
+-- name: MoveNewEvents :execrows
+-- Moves up to max recorded events, oldest first, into outbound_deliveries, due now, for
+-- Postgres: in one statement, skipping the rows another instance is moving.
+with moved as (
+    delete from outbound_new_events where id in (
+        select n.id from outbound_new_events n order by n.id limit sqlc.arg(max) for update skip locked
+    )
+    returning id, message_id, user_id, event_type, payload, created_at, give_up_at
+)
 insert into outbound_deliveries (message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
-values (sqlc.arg(message_id), sqlc.arg(user_id), sqlc.arg(event_type), sqlc.arg(payload), 'pending', sqlc.arg(now), sqlc.arg(give_up_at), sqlc.arg(now));
+select m.message_id, m.user_id, m.event_type, m.payload, 'pending', m.created_at, m.give_up_at, m.created_at from moved m order by m.id;
+
+-- name: LastNewEventToMove :one
+-- MoveNewEvents for SQLite, where a statement cannot both delete and insert, in three: the
+-- id up to which to move (0: none), then CopyNewEventsUpTo and DeleteNewEventsUpTo. The
+-- single writer keeps anything from coming between them.
+select cast(coalesce(max(b.id), 0) as bigint) from (select n.id from outbound_new_events n order by n.id limit sqlc.arg(max)) b;
+
+-- name: CopyNewEventsUpTo :exec
+insert into outbound_deliveries (message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
+select n.message_id, n.user_id, n.event_type, n.payload, 'pending', n.created_at, n.give_up_at, n.created_at
+from outbound_new_events n where n.id <= sqlc.arg(last) order by n.id;
+
+-- name: DeleteNewEventsUpTo :exec
+delete from outbound_new_events where id <= sqlc.arg(last);
 
 -- name: ClaimDeliveries :many
 -- Leases up to max due deliveries, at most one per user: the oldest pending of its user, so
@@ -65,4 +91,4 @@ update outbound_deliveries set status = 'pending', next_attempt_at = sqlc.arg(no
 where status = 'failed';
 
 -- name: CountPendingDeliveries :one
-select count(*) from outbound_deliveries where status = 'pending';
+select (select count(*) from outbound_deliveries where status = 'pending') + (select count(*) from outbound_new_events);
