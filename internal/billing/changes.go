@@ -60,12 +60,12 @@ func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string,
 		return err
 	}
 	now := s.now()
-	rows, usage, wrote, err := s.upsertReadingBefore(ctx, q, userID, arg, now)
-	if err != nil || !wrote {
-		return err
-	}
 	plans, err := s.planCatalogue(ctx, q)
 	if err != nil {
+		return err
+	}
+	rows, usage, wrote, err := s.upsertReadingBefore(ctx, q, userID, arg, plans, now)
+	if err != nil || !wrote {
 		return err
 	}
 	var before, after []dbq.ListUserSubscriptionsRow
@@ -110,9 +110,10 @@ func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string,
 // upsertReadingBefore writes a canonical row and gives the rows of its user, and its own
 // former row, as they were before, and whether the row changed. On Postgres, where each
 // statement costs a round trip, it is one statement, which also reads the user's usage
-// counters for both sides of the change (see the query); on SQLite, where none does, they
-// are two, and the counters are left to be read when needed (nil).
-func (s *Service) upsertReadingBefore(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams, now time.Time) ([]dbq.ListSubscriptionsBeforeChangeRow, []dbq.ListUsageInPeriodsRow, bool, error) {
+// counters for both sides of the change (see the query), and leaves the rows' plans to the
+// catalogue; on SQLite, where none does, they are two, and the counters are left to be
+// read when needed (nil).
+func (s *Service) upsertReadingBefore(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams, plans planCatalogue, now time.Time) ([]dbq.ListSubscriptionsBeforeChangeRow, []dbq.ListUsageInPeriodsRow, bool, error) {
 	if s.db.Engine != db.Postgres {
 		rows, err := q.ListSubscriptionsBeforeChange(ctx, dbq.ListSubscriptionsBeforeChangeParams{UserID: userID, ProviderSubscriptionID: arg.ProviderSubscriptionID})
 		if err != nil {
@@ -138,11 +139,15 @@ func (s *Service) upsertReadingBefore(ctx context.Context, q *txn, userID string
 		if !r.ID.Valid {
 			continue
 		}
-		before = append(before, dbq.ListSubscriptionsBeforeChangeRow{
+		row := dbq.ListSubscriptionsBeforeChangeRow{
 			ProviderSubscriptionID: r.ProviderSubscriptionID.Int64, Provider: r.Provider.String, Status: r.Status.String,
 			CurrentPeriodEnd: r.CurrentPeriodEnd, UpdatedAt: r.UpdatedAt.Time, ID: r.ID.Int64,
-			PlanID: r.PlanID.Int64, PlanKey: r.PlanKey.String, PlanName: r.PlanName.String, PlanTier: r.PlanTier.Int32, UserID: r.UserID.String,
-		})
+			PlanID: r.PlanID.Int64, UserID: r.UserID.String,
+		}
+		if p, ok := plans.plans[row.PlanID]; ok {
+			row.PlanKey, row.PlanName, row.PlanTier = p.Key, p.Name, p.tier
+		}
+		before = append(before, row)
 		written = r.Written > 0
 	}
 	usage := []dbq.ListUsageInPeriodsRow{}

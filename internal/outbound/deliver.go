@@ -231,14 +231,19 @@ func (d *Deliverer) settleAndClaim(ctx context.Context, finished []settled, clai
 		if claim == 0 {
 			return nil
 		}
-		if _, err := MoveRecorded(ctx, d.db, q); err != nil {
+		now := d.opts.Clock().UTC()
+		var err error
+		claimed, err = moveRecorded(ctx, d.db, q, claim, now.Add(d.opts.Lease))
+		if err != nil {
 			return err
 		}
-		now := d.opts.Clock().UTC()
+		if claim -= len(claimed); claim == 0 {
+			return nil
+		}
 		arg := dbq.ClaimDeliveriesParams{LeaseUntil: sql.NullTime{Time: now.Add(d.opts.Lease), Valid: true}, Now: now, Max: int32(claim)}
 		if d.db.Engine != db.Postgres {
-			var err error
-			claimed, err = q.ClaimDeliveries(ctx, arg)
+			more, err := q.ClaimDeliveries(ctx, arg)
+			claimed = append(claimed, more...)
 			return err
 		}
 		rows, err := q.ClaimDeliveriesSkipLocked(ctx, dbq.ClaimDeliveriesSkipLockedParams(arg))

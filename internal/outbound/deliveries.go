@@ -88,10 +88,13 @@ func RetryFailed(ctx context.Context, d *db.DB, now time.Time) (int64, error) {
 // moveAllRecorded moves every recorded event into outbound_deliveries, so that the commands
 // see them whether or not a deliverer has run since they were recorded.
 func moveAllRecorded(ctx context.Context, d *db.DB) error {
-	for more := true; more; {
+	n, err := dbq.New(d).CountNewEvents(ctx)
+	if err != nil {
+		return err
+	}
+	for range n/moveBatch + 1 {
 		err := d.InTx(ctx, func(tx *sql.Tx) error {
-			var err error
-			more, err = MoveRecorded(ctx, d, dbq.New(tx))
+			_, err := moveRecorded(ctx, d, dbq.New(tx), 0, time.Time{})
 			return err
 		})
 		if err != nil {

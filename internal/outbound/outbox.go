@@ -37,22 +37,27 @@ func Record(ctx context.Context, q *dbq.Queries, userID, eventType string, paylo
 // by several short transactions rather than one long one.
 const moveBatch = 10_000
 
-// MoveRecorded moves recorded events, oldest first, into outbound_deliveries as pending
-// deliveries due now, at most moveBatch of them, through q, a transaction on d. It reports
-// how many it may have left.
-func MoveRecorded(ctx context.Context, d *db.DB, q *dbq.Queries) (more bool, err error) {
+// moveRecorded moves recorded events, oldest first, into outbound_deliveries as pending
+// deliveries due now, at most moveBatch of them, through q, a transaction on d. On
+// Postgres it also leases up to claim of them, as claimDeliveries would, and gives those:
+// a delivery claimed as it goes in is written once rather than twice.
+func moveRecorded(ctx context.Context, d *db.DB, q *dbq.Queries, claim int, leaseUntil time.Time) ([]dbq.ClaimDeliveriesRow, error) {
 	if d.Engine == db.Postgres {
-		n, err := q.MoveNewEvents(ctx, moveBatch)
-		return n == moveBatch, err
+		rows, err := q.MoveNewEvents(ctx, dbq.MoveNewEventsParams{Max: moveBatch, Claim: int32(claim), LeaseUntil: leaseUntil})
+		claimed := make([]dbq.ClaimDeliveriesRow, len(rows))
+		for i, r := range rows {
+			claimed[i] = dbq.ClaimDeliveriesRow(r)
+		}
+		return claimed, err
 	}
 	last, err := q.LastNewEventToMove(ctx, moveBatch)
 	if err != nil || last == 0 {
-		return false, err
+		return nil, err
 	}
 	if err := q.CopyNewEventsUpTo(ctx, last); err != nil {
-		return false, err
+		return nil, err
 	}
-	return true, q.DeleteNewEventsUpTo(ctx, last)
+	return nil, q.DeleteNewEventsUpTo(ctx, last)
 }
 
 // newMessageID is the webhook-id of a delivery, the same on every attempt, by which

@@ -148,6 +148,17 @@ func (q *Queries) CopyNewEventsUpTo(ctx context.Context, last int64) error {
 	return err
 }
 
+const countNewEvents = `-- name: CountNewEvents :one
+select count(*) from outbound_new_events
+`
+
+func (q *Queries) CountNewEvents(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, countNewEvents)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const countPendingDeliveries = `-- name: CountPendingDeliveries :one
 select (select count(*) from outbound_deliveries where status = 'pending') + (select count(*) from outbound_new_events)
 `
@@ -321,25 +332,85 @@ func (q *Queries) MarkDelivered(ctx context.Context, arg MarkDeliveredParams) er
 	return err
 }
 
-const moveNewEvents = `-- name: MoveNewEvents :execrows
+const moveNewEvents = `-- name: MoveNewEvents :many
 with moved as (
     delete from outbound_new_events where id in (
         select n.id from outbound_new_events n order by n.id limit $1 for update skip locked
     )
     returning id, message_id, user_id, event_type, payload, created_at, give_up_at
+),
+heads as (
+    select r.id from (
+        select m.id, row_number() over (partition by m.user_id order by m.id) as nth,
+            exists (select 1 from outbound_deliveries d where d.user_id = m.user_id and d.status = 'pending') as waits
+        from moved m
+    ) r
+    where r.nth = 1 and not r.waits
+    order by r.id
+    limit $2
+),
+inserted as (
+    insert into outbound_deliveries (message_id, user_id, event_type, payload, status, attempts, lease_until, next_attempt_at, give_up_at, created_at)
+    select m.message_id, m.user_id, m.event_type, m.payload, 'pending',
+        case when h.id is null then 0 else 1 end,
+        case when h.id is null then null else cast($3 as timestamptz) end,
+        m.created_at, m.give_up_at, m.created_at
+    from moved m left join heads h on h.id = m.id
+    order by m.id
+    returning id, message_id, user_id, payload, attempts, created_at, give_up_at
 )
-insert into outbound_deliveries (message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
-select m.message_id, m.user_id, m.event_type, m.payload, 'pending', m.created_at, m.give_up_at, m.created_at from moved m order by m.id
+select i.id, i.message_id, i.user_id, i.payload, i.attempts, i.created_at, i.give_up_at from inserted i where i.attempts = 1 order by i.id
 `
 
+type MoveNewEventsParams struct {
+	Max        int32
+	Claim      int32
+	LeaseUntil time.Time
+}
+
+type MoveNewEventsRow struct {
+	ID        int64
+	MessageID string
+	UserID    string
+	Payload   string
+	Attempts  int32
+	CreatedAt time.Time
+	GiveUpAt  time.Time
+}
+
 // Moves up to max recorded events, oldest first, into outbound_deliveries, due now, for
-// Postgres: in one statement, skipping the rows another instance is moving.
-func (q *Queries) MoveNewEvents(ctx context.Context, max int32) (int64, error) {
-	result, err := q.db.ExecContext(ctx, moveNewEvents, max)
+// Postgres: in one statement, skipping the rows another instance is moving. Up to claim of
+// them are leased as they go in, as ClaimDeliveries would (each the oldest pending of its
+// user), which spares rewriting them; those come back.
+func (q *Queries) MoveNewEvents(ctx context.Context, arg MoveNewEventsParams) ([]MoveNewEventsRow, error) {
+	rows, err := q.db.QueryContext(ctx, moveNewEvents, arg.Max, arg.Claim, arg.LeaseUntil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected()
+	defer rows.Close()
+	var items []MoveNewEventsRow
+	for rows.Next() {
+		var i MoveNewEventsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.MessageID,
+			&i.UserID,
+			&i.Payload,
+			&i.Attempts,
+			&i.CreatedAt,
+			&i.GiveUpAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const retryDelivery = `-- name: RetryDelivery :execrows

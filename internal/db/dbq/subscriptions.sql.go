@@ -370,17 +370,15 @@ with written as (
     returning 1
 ),
 before as (
-    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, s.plan_id, c.user_id
     from subscriptions s
     join billing_customers c on c.id = s.billing_customer_id
-    join plans p on p.id = s.plan_id
     where c.user_id = $8
-    union
-    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+    union all
+    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, s.plan_id, c.user_id
     from subscriptions s
     join billing_customers c on c.id = s.billing_customer_id
-    join plans p on p.id = s.plan_id
-    where s.provider_subscription_id = $1
+    where s.provider_subscription_id = $1 and c.user_id <> $8
 ),
 usage as (
     select coalesce(json_agg(json_build_object('Name', u.name, 'PeriodEnd', u.period_end, 'Used', u.used)), '[]') as usage
@@ -390,7 +388,7 @@ usage as (
            or u.period_end = $6
            or u.period_end in (select b.current_period_end from before b where b.user_id = $8))
 )
-select b.provider_subscription_id, b.provider, b.status, b.current_period_end, b.updated_at, b.id, b.plan_id, b.plan_key, b.plan_name, b.plan_tier, b.user_id,
+select b.provider_subscription_id, b.provider, b.status, b.current_period_end, b.updated_at, b.id, b.plan_id, b.user_id,
     (select count(*) from written) as written, usage.usage::text as usage
 from usage
 left join before b on true
@@ -417,9 +415,6 @@ type UpsertSubscriptionReadingBeforeRow struct {
 	UpdatedAt              sql.NullTime
 	ID                     sql.NullInt64
 	PlanID                 sql.NullInt64
-	PlanKey                sql.NullString
-	PlanName               sql.NullString
-	PlanTier               sql.NullInt32
 	UserID                 sql.NullString
 	Written                int64
 	Usage                  string
@@ -433,7 +428,7 @@ type UpsertSubscriptionReadingBeforeRow struct {
 // subscription is new, and so was written (its provider subscription's row lock keeps
 // anyone else from writing it meanwhile). usage is the user's counters of every period a
 // position before or after the write can count in: a subscription's period end, or
-// month_end when none governs.
+// month_end when none governs. Plans come from the catalogue in memory.
 func (q *Queries) UpsertSubscriptionReadingBefore(ctx context.Context, arg UpsertSubscriptionReadingBeforeParams) ([]UpsertSubscriptionReadingBeforeRow, error) {
 	rows, err := q.db.QueryContext(ctx, upsertSubscriptionReadingBefore,
 		arg.ProviderSubscriptionID,
@@ -461,9 +456,6 @@ func (q *Queries) UpsertSubscriptionReadingBefore(ctx context.Context, arg Upser
 			&i.UpdatedAt,
 			&i.ID,
 			&i.PlanID,
-			&i.PlanKey,
-			&i.PlanName,
-			&i.PlanTier,
 			&i.UserID,
 			&i.Written,
 			&i.Usage,

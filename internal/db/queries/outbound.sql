@@ -2,17 +2,38 @@
 insert into outbound_new_events (message_id, user_id, event_type, payload, created_at, give_up_at)
 values (sqlc.arg(message_id), sqlc.arg(user_id), sqlc.arg(event_type), sqlc.arg(payload), sqlc.arg(now), sqlc.arg(give_up_at));
 
--- name: MoveNewEvents :execrows
+-- name: MoveNewEvents :many
 -- Moves up to max recorded events, oldest first, into outbound_deliveries, due now, for
--- Postgres: in one statement, skipping the rows another instance is moving.
+-- Postgres: in one statement, skipping the rows another instance is moving. Up to claim of
+-- them are leased as they go in, as ClaimDeliveries would (each the oldest pending of its
+-- user), which spares rewriting them; those come back.
 with moved as (
     delete from outbound_new_events where id in (
         select n.id from outbound_new_events n order by n.id limit sqlc.arg(max) for update skip locked
     )
     returning id, message_id, user_id, event_type, payload, created_at, give_up_at
+),
+heads as (
+    select r.id from (
+        select m.id, row_number() over (partition by m.user_id order by m.id) as nth,
+            exists (select 1 from outbound_deliveries d where d.user_id = m.user_id and d.status = 'pending') as waits
+        from moved m
+    ) r
+    where r.nth = 1 and not r.waits
+    order by r.id
+    limit sqlc.arg(claim)
+),
+inserted as (
+    insert into outbound_deliveries (message_id, user_id, event_type, payload, status, attempts, lease_until, next_attempt_at, give_up_at, created_at)
+    select m.message_id, m.user_id, m.event_type, m.payload, 'pending',
+        case when h.id is null then 0 else 1 end,
+        case when h.id is null then null else cast(sqlc.arg(lease_until) as timestamptz) end,
+        m.created_at, m.give_up_at, m.created_at
+    from moved m left join heads h on h.id = m.id
+    order by m.id
+    returning id, message_id, user_id, payload, attempts, created_at, give_up_at
 )
-insert into outbound_deliveries (message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
-select m.message_id, m.user_id, m.event_type, m.payload, 'pending', m.created_at, m.give_up_at, m.created_at from moved m order by m.id;
+select i.id, i.message_id, i.user_id, i.payload, i.attempts, i.created_at, i.give_up_at from inserted i where i.attempts = 1 order by i.id;
 
 -- name: LastNewEventToMove :one
 -- MoveNewEvents for SQLite, where a statement cannot both delete and insert, in three: the
@@ -92,3 +113,6 @@ where status = 'failed';
 
 -- name: CountPendingDeliveries :one
 select (select count(*) from outbound_deliveries where status = 'pending') + (select count(*) from outbound_new_events);
+
+-- name: CountNewEvents :one
+select count(*) from outbound_new_events;

@@ -87,7 +87,7 @@ order by updated_at desc, id desc;
 -- subscription is new, and so was written (its provider subscription's row lock keeps
 -- anyone else from writing it meanwhile). usage is the user's counters of every period a
 -- position before or after the write can count in: a subscription's period end, or
--- month_end when none governs.
+-- month_end when none governs. Plans come from the catalogue in memory.
 with written as (
     insert into subscriptions (provider_subscription_id, billing_customer_id, plan_id, provider, status, current_period_end, created_at, updated_at)
     values (sqlc.arg(provider_subscription_id), sqlc.arg(billing_customer_id), sqlc.arg(plan_id), sqlc.arg(provider), sqlc.arg(status), sqlc.narg(current_period_end), sqlc.arg(now), sqlc.arg(now))
@@ -104,17 +104,15 @@ with written as (
     returning 1
 ),
 before as (
-    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, s.plan_id, c.user_id
     from subscriptions s
     join billing_customers c on c.id = s.billing_customer_id
-    join plans p on p.id = s.plan_id
     where c.user_id = sqlc.arg(user_id)
-    union
-    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+    union all
+    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, s.plan_id, c.user_id
     from subscriptions s
     join billing_customers c on c.id = s.billing_customer_id
-    join plans p on p.id = s.plan_id
-    where s.provider_subscription_id = sqlc.arg(provider_subscription_id)
+    where s.provider_subscription_id = sqlc.arg(provider_subscription_id) and c.user_id <> sqlc.arg(user_id)
 ),
 usage as (
     select coalesce(json_agg(json_build_object('Name', u.name, 'PeriodEnd', u.period_end, 'Used', u.used)), '[]') as usage
@@ -124,7 +122,7 @@ usage as (
            or u.period_end = sqlc.narg(current_period_end)
            or u.period_end in (select b.current_period_end from before b where b.user_id = sqlc.arg(user_id)))
 )
-select b.provider_subscription_id, b.provider, b.status, b.current_period_end, b.updated_at, b.id, b.plan_id, b.plan_key, b.plan_name, b.plan_tier, b.user_id,
+select b.provider_subscription_id, b.provider, b.status, b.current_period_end, b.updated_at, b.id, b.plan_id, b.user_id,
     (select count(*) from written) as written, usage.usage::text as usage
 from usage
 left join before b on true
