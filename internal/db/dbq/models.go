@@ -50,13 +50,14 @@ type OutboundDelivery struct {
 }
 
 type OutboundNewEvent struct {
-	ID        int64
-	MessageID string
-	UserID    string
-	EventType string
-	Payload   string
-	CreatedAt time.Time
-	GiveUpAt  time.Time
+	ID         int64
+	MessageID  string
+	UserID     string
+	EventType  string
+	Payload    string
+	CreatedAt  time.Time
+	GiveUpAt   time.Time
+	LeaseUntil sql.NullTime
 }
 
 type Plan struct {
