@@ -69,58 +69,68 @@ func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string,
 		return err
 	}
 	var before, after []dbq.ListUserSubscriptionsRow
-	var old *dbq.ListSubscriptionsBeforeChangeRow
+	var old *priorRow
 	for _, r := range rows {
 		if r.ProviderSubscriptionID == arg.ProviderSubscriptionID {
 			old = &r
 		}
-		if r.UserID != userID {
+		if r.userID != userID {
 			continue
 		}
-		before = append(before, userRow(r))
+		before = append(before, r.ListUserSubscriptionsRow)
 		if r.ProviderSubscriptionID != arg.ProviderSubscriptionID {
-			after = append(after, userRow(r))
+			after = append(after, r.ListUserSubscriptionsRow)
 		}
 	}
-	written := dbq.ListUserSubscriptionsRow{
+	written := plans.row(dbq.ListUserSubscriptionsRow{
 		ProviderSubscriptionID: arg.ProviderSubscriptionID, Provider: arg.Provider, Status: arg.Status,
 		CurrentPeriodEnd: arg.CurrentPeriodEnd, UpdatedAt: arg.Now, ID: math.MaxInt64, PlanID: arg.PlanID,
-	}
+	})
 	if old != nil {
 		written.ID = old.ID
-	}
-	if p, ok := plans.plans[arg.PlanID]; ok {
-		written.PlanKey, written.PlanName, written.PlanTier = p.Key, p.Name, p.tier
 	}
 	after = byRecency(after, written)
 	if err := s.compareAnswers(ctx, q, userID, before, after, plans, usage, now); err != nil {
 		return err
 	}
-	if old == nil || old.UserID == userID {
+	if old == nil || old.userID == userID {
 		return nil
 	}
 	// The row moved from another user (a customer linked anew): theirs may change too.
-	theirs, err := q.ListUserSubscriptions(ctx, old.UserID)
+	theirs, err := q.ListUserSubscriptions(ctx, old.userID)
 	if err != nil {
 		return err
 	}
-	return s.compareAnswers(ctx, q, old.UserID, byRecency(slices.Clone(theirs), userRow(*old)), theirs, plans, nil, now)
+	return s.compareAnswers(ctx, q, old.userID, byRecency(slices.Clone(theirs), old.ListUserSubscriptionsRow), theirs, plans, nil, now)
+}
+
+// priorRow is a canonical row as it was before a write, and its user.
+type priorRow struct {
+	dbq.ListUserSubscriptionsRow
+	userID string
 }
 
 // upsertReadingBefore writes a canonical row and gives the rows of its user, and its own
 // former row, as they were before, and whether the row changed. On Postgres, where each
 // statement costs a round trip, it is one statement, which also reads the user's usage
-// counters for both sides of the change (see the query), and leaves the rows' plans to the
-// catalogue; on SQLite, where none does, they are two, and the counters are left to be
-// read when needed (nil).
-func (s *Service) upsertReadingBefore(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams, plans planCatalogue, now time.Time) ([]dbq.ListSubscriptionsBeforeChangeRow, []dbq.ListUsageInPeriodsRow, bool, error) {
+// counters for both sides of the change (see the query); on SQLite, where none does, they
+// are two, and the counters are left to be read when needed (nil). The rows' plans come
+// from the catalogue.
+func (s *Service) upsertReadingBefore(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams, plans planCatalogue, now time.Time) ([]priorRow, []dbq.ListUsageInPeriodsRow, bool, error) {
+	var before []priorRow
 	if s.db.Engine != db.Postgres {
 		rows, err := q.ListSubscriptionsBeforeChange(ctx, dbq.ListSubscriptionsBeforeChangeParams{UserID: userID, ProviderSubscriptionID: arg.ProviderSubscriptionID})
 		if err != nil {
 			return nil, nil, false, err
 		}
+		for _, r := range rows {
+			before = append(before, priorRow{plans.row(dbq.ListUserSubscriptionsRow{
+				ProviderSubscriptionID: r.ProviderSubscriptionID, Provider: r.Provider, Status: r.Status,
+				CurrentPeriodEnd: r.CurrentPeriodEnd, UpdatedAt: r.UpdatedAt, ID: r.ID, PlanID: r.PlanID,
+			}), r.UserID})
+		}
 		n, err := q.UpsertSubscription(ctx, arg)
-		return rows, nil, n > 0, err
+		return before, nil, n > 0, err
 	}
 	rows, err := q.UpsertSubscriptionReadingBefore(ctx, dbq.UpsertSubscriptionReadingBeforeParams{
 		UserID: userID, ProviderSubscriptionID: arg.ProviderSubscriptionID, BillingCustomerID: arg.BillingCustomerID,
@@ -133,21 +143,15 @@ func (s *Service) upsertReadingBefore(ctx context.Context, q *txn, userID string
 	if len(rows) == 0 {
 		return nil, nil, false, errors.New("the subscription upsert read no row")
 	}
-	var before []dbq.ListSubscriptionsBeforeChangeRow
 	written := true // no subscription row: the subscription is new
 	for _, r := range rows {
 		if !r.ID.Valid {
 			continue
 		}
-		row := dbq.ListSubscriptionsBeforeChangeRow{
+		before = append(before, priorRow{plans.row(dbq.ListUserSubscriptionsRow{
 			ProviderSubscriptionID: r.ProviderSubscriptionID.Int64, Provider: r.Provider.String, Status: r.Status.String,
-			CurrentPeriodEnd: r.CurrentPeriodEnd, UpdatedAt: r.UpdatedAt.Time, ID: r.ID.Int64,
-			PlanID: r.PlanID.Int64, UserID: r.UserID.String,
-		}
-		if p, ok := plans.plans[row.PlanID]; ok {
-			row.PlanKey, row.PlanName, row.PlanTier = p.Key, p.Name, p.tier
-		}
-		before = append(before, row)
+			CurrentPeriodEnd: r.CurrentPeriodEnd, UpdatedAt: r.UpdatedAt.Time, ID: r.ID.Int64, PlanID: r.PlanID.Int64,
+		}), r.UserID.String})
 		written = r.Written > 0
 	}
 	usage := []dbq.ListUsageInPeriodsRow{}
@@ -167,14 +171,6 @@ func byRecency(rows []dbq.ListUserSubscriptionsRow, row dbq.ListUserSubscription
 		at = len(rows)
 	}
 	return slices.Insert(rows, at, row)
-}
-
-func userRow(r dbq.ListSubscriptionsBeforeChangeRow) dbq.ListUserSubscriptionsRow {
-	return dbq.ListUserSubscriptionsRow{
-		ProviderSubscriptionID: r.ProviderSubscriptionID, Provider: r.Provider, Status: r.Status,
-		CurrentPeriodEnd: r.CurrentPeriodEnd, UpdatedAt: r.UpdatedAt, ID: r.ID,
-		PlanID: r.PlanID, PlanKey: r.PlanKey, PlanName: r.PlanName, PlanTier: r.PlanTier,
-	}
 }
 
 // compareAnswers records a change when userID's answer at now from rows before differs

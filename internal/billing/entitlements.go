@@ -173,6 +173,14 @@ type planCatalogue struct {
 	defaultPlan *Plan
 }
 
+// row gives r with its plan's key, name and tier.
+func (c planCatalogue) row(r dbq.ListUserSubscriptionsRow) dbq.ListUserSubscriptionsRow {
+	if p, ok := c.plans[r.PlanID]; ok {
+		r.PlanKey, r.PlanName, r.PlanTier = p.Key, p.Name, p.tier
+	}
+	return r
+}
+
 func loadPlanCatalogue(ctx context.Context, q *dbq.Queries) (planCatalogue, error) {
 	rows, err := q.PlanCatalogue(ctx)
 	if err != nil {

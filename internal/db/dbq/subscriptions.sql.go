@@ -45,17 +45,15 @@ func (q *Queries) LinkWebCustomer(ctx context.Context, arg LinkWebCustomerParams
 }
 
 const listSubscriptionsBeforeChange = `-- name: ListSubscriptionsBeforeChange :many
-select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at as updated_at, s.id as id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at as updated_at, s.id as id, s.plan_id, c.user_id
 from subscriptions s
 join billing_customers c on c.id = s.billing_customer_id
-join plans p on p.id = s.plan_id
 where c.user_id = $1
-union
-select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+union all
+select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, s.plan_id, c.user_id
 from subscriptions s
 join billing_customers c on c.id = s.billing_customer_id
-join plans p on p.id = s.plan_id
-where s.provider_subscription_id = $2
+where s.provider_subscription_id = $2 and c.user_id <> $1
 order by updated_at desc, id desc
 `
 
@@ -72,14 +70,12 @@ type ListSubscriptionsBeforeChangeRow struct {
 	UpdatedAt              time.Time
 	ID                     int64
 	PlanID                 int64
-	PlanKey                string
-	PlanName               string
-	PlanTier               int32
 	UserID                 string
 }
 
 // A user's canonical rows and the row of the provider subscription about to be written,
 // whoever's it is, with their users, newest first: the "previous" side of a billing change.
+// Plans come from the catalogue in memory.
 func (q *Queries) ListSubscriptionsBeforeChange(ctx context.Context, arg ListSubscriptionsBeforeChangeParams) ([]ListSubscriptionsBeforeChangeRow, error) {
 	rows, err := q.db.QueryContext(ctx, listSubscriptionsBeforeChange, arg.UserID, arg.ProviderSubscriptionID)
 	if err != nil {
@@ -97,9 +93,6 @@ func (q *Queries) ListSubscriptionsBeforeChange(ctx context.Context, arg ListSub
 			&i.UpdatedAt,
 			&i.ID,
 			&i.PlanID,
-			&i.PlanKey,
-			&i.PlanName,
-			&i.PlanTier,
 			&i.UserID,
 		); err != nil {
 			return nil, err

@@ -65,17 +65,16 @@ order by s.updated_at desc, s.id desc;
 -- name: ListSubscriptionsBeforeChange :many
 -- A user's canonical rows and the row of the provider subscription about to be written,
 -- whoever's it is, with their users, newest first: the "previous" side of a billing change.
-select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at as updated_at, s.id as id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+-- Plans come from the catalogue in memory.
+select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at as updated_at, s.id as id, s.plan_id, c.user_id
 from subscriptions s
 join billing_customers c on c.id = s.billing_customer_id
-join plans p on p.id = s.plan_id
 where c.user_id = sqlc.arg(user_id)
-union
-select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, p.id as plan_id, p.key as plan_key, p.name as plan_name, p.tier as plan_tier, c.user_id
+union all
+select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, s.plan_id, c.user_id
 from subscriptions s
 join billing_customers c on c.id = s.billing_customer_id
-join plans p on p.id = s.plan_id
-where s.provider_subscription_id = sqlc.arg(provider_subscription_id)
+where s.provider_subscription_id = sqlc.arg(provider_subscription_id) and c.user_id <> sqlc.arg(user_id)
 order by updated_at desc, id desc;
 
 -- name: UpsertSubscriptionReadingBefore :many
