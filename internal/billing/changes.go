@@ -208,7 +208,7 @@ func (s *Service) compareAnswers(ctx context.Context, q *txn, userID string, bef
 	if err != nil {
 		return err
 	}
-	return outbound.Record(ctx, q.Queries, s.db.Engine, userID, EntitlementsChanged, payload, now)
+	return outbound.Record(ctx, q.Queries, userID, EntitlementsChanged, payload, now)
 }
 
 // viewsOf gives the views of two positions of one user. Unless given, the usage counters

@@ -193,17 +193,9 @@ func (d *Deliverer) Run(ctx context.Context) {
 	}
 }
 
-// claimed is a delivery leased for an attempt. A fresh one is a recorded event's first
-// attempt, made from outbound_new_events.
-type claimed struct {
-	dbq.ClaimDeliveriesRow
-	fresh bool
-}
-
 // settled is how one attempt went.
 type settled struct {
 	id        int64
-	fresh     bool
 	delivered bool
 	at        time.Time
 	// When not delivered: the next attempt's time, or failed, and why.
@@ -212,38 +204,27 @@ type settled struct {
 	reason string
 }
 
-// status is the delivery's status after the attempt.
-func (s settled) status() string {
-	switch {
-	case s.delivered:
-		return Delivered
-	case s.failed:
-		return Failed
-	}
-	return Pending
-}
-
-// settleAndClaim records finished attempts and leases up to claim due deliveries, at most
-// one per user (the oldest pending of each), in one transaction: first attempts of
-// recorded events, then retries and events that waited for their user's turn.
-func (d *Deliverer) settleAndClaim(ctx context.Context, finished []settled, claim int) ([]claimed, error) {
+// settleAndClaim records finished attempts, moves recorded events in, and leases up to
+// claim due deliveries, at most one per user (the oldest pending of each), in one
+// transaction.
+func (d *Deliverer) settleAndClaim(ctx context.Context, finished []settled, claim int) ([]dbq.ClaimDeliveriesRow, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	var leased []claimed
+	var claimed []dbq.ClaimDeliveriesRow
 	err := d.db.InTx(ctx, func(tx *sql.Tx) error {
-		leased = nil // a retried transaction starts again
 		q := dbq.New(tx)
-		if err := d.settleFirstAttempts(ctx, q, finished); err != nil {
-			return err
-		}
 		if err := d.markDelivered(ctx, q, finished); err != nil {
 			return err
 		}
 		for _, s := range finished {
-			if s.delivered || s.fresh {
+			if s.delivered {
 				continue
 			}
-			if err := q.MarkAttemptFailed(ctx, dbq.MarkAttemptFailedParams{ID: s.id, Status: s.status(), NextAttemptAt: s.next, LastError: sql.NullString{String: s.reason, Valid: true}}); err != nil {
+			status := Pending
+			if s.failed {
+				status = Failed
+			}
+			if err := q.MarkAttemptFailed(ctx, dbq.MarkAttemptFailedParams{ID: s.id, Status: status, NextAttemptAt: s.next, LastError: sql.NullString{String: s.reason, Valid: true}}); err != nil {
 				return err
 			}
 		}
@@ -251,113 +232,34 @@ func (d *Deliverer) settleAndClaim(ctx context.Context, finished []settled, clai
 			return nil
 		}
 		now := d.opts.Clock().UTC()
-		lease := sql.NullTime{Time: now.Add(d.opts.Lease), Valid: true}
-		if err := q.DeferWaitingNewEvents(ctx, sql.NullTime{Time: now, Valid: true}); err != nil {
-			return err
-		}
-		if err := q.DeleteSettledNewEvents(ctx); err != nil {
-			return err
-		}
-		fresh, err := d.claimNewEvents(ctx, q, dbq.ClaimNewEventsParams{LeaseUntil: lease, Now: sql.NullTime{Time: now, Valid: true}, Max: int32(claim)})
+		var err error
+		claimed, err = moveRecorded(ctx, d.db, q, claim, now.Add(d.opts.Lease))
 		if err != nil {
 			return err
 		}
-		for _, r := range fresh {
-			leased = append(leased, claimed{dbq.ClaimDeliveriesRow{
-				ID: r.ID, MessageID: r.MessageID, UserID: r.UserID, Payload: r.Payload, Attempts: 1, CreatedAt: r.CreatedAt, GiveUpAt: r.GiveUpAt,
-			}, true})
-		}
-		if claim -= len(fresh); claim == 0 {
+		if claim -= len(claimed); claim == 0 {
 			return nil
 		}
-		arg := dbq.ClaimDeliveriesParams{LeaseUntil: lease, Now: now, Max: int32(claim)}
-		var rows []dbq.ClaimDeliveriesRow
-		if d.db.Engine == db.Postgres {
-			locked, err := q.ClaimDeliveriesSkipLocked(ctx, dbq.ClaimDeliveriesSkipLockedParams(arg))
-			if err != nil {
-				return err
-			}
-			for _, r := range locked {
-				rows = append(rows, dbq.ClaimDeliveriesRow(r))
-			}
-		} else if rows, err = q.ClaimDeliveries(ctx, arg); err != nil {
+		arg := dbq.ClaimDeliveriesParams{LeaseUntil: sql.NullTime{Time: now.Add(d.opts.Lease), Valid: true}, Now: now, Max: int32(claim)}
+		if d.db.Engine != db.Postgres {
+			more, err := q.ClaimDeliveries(ctx, arg)
+			claimed = append(claimed, more...)
 			return err
 		}
+		rows, err := q.ClaimDeliveriesSkipLocked(ctx, dbq.ClaimDeliveriesSkipLockedParams(arg))
 		for _, r := range rows {
-			leased = append(leased, claimed{r, false})
+			claimed = append(claimed, dbq.ClaimDeliveriesRow(r))
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return leased, nil
+	return claimed, nil
 }
 
-// claimNewEvents leases recorded events for their first attempt.
-func (d *Deliverer) claimNewEvents(ctx context.Context, q *dbq.Queries, arg dbq.ClaimNewEventsParams) ([]dbq.ClaimNewEventsRow, error) {
-	if d.db.Engine != db.Postgres {
-		return q.ClaimNewEvents(ctx, arg)
-	}
-	rows, err := q.ClaimNewEventsSkipLocked(ctx, dbq.ClaimNewEventsSkipLockedParams(arg))
-	out := make([]dbq.ClaimNewEventsRow, len(rows))
-	for i, r := range rows {
-		out[i] = dbq.ClaimNewEventsRow(r)
-	}
-	return out, err
-}
-
-// settleFirstAttempts takes the recorded events whose first attempt is among finished into
-// outbound_deliveries with its outcome: in one statement on Postgres, where each costs a
-// round trip; one by one on SQLite, where none does.
-func (d *Deliverer) settleFirstAttempts(ctx context.Context, q *dbq.Queries, finished []settled) error {
-	type outcome struct {
-		ID     int64     `json:"id"`
-		Status string    `json:"status"`
-		At     time.Time `json:"at"`
-		Next   time.Time `json:"next"`
-		Error  *string   `json:"error"`
-	}
-	var outcomes []outcome
-	for _, s := range finished {
-		if !s.fresh {
-			continue
-		}
-		o := outcome{ID: s.id, Status: s.status(), At: s.at, Next: s.next}
-		if s.delivered {
-			o.Next = s.at
-		} else {
-			o.Error = &s.reason
-		}
-		outcomes = append(outcomes, o)
-	}
-	if len(outcomes) == 0 {
-		return nil
-	}
-	if d.db.Engine == db.Postgres {
-		all, err := json.Marshal(outcomes)
-		if err != nil {
-			return err
-		}
-		return q.SettleNewEvents(ctx, all)
-	}
-	for _, o := range outcomes {
-		arg := dbq.SettleNewEventParams{ID: o.ID, Status: o.Status, NextAttemptAt: o.Next}
-		if o.Error != nil {
-			arg.LastError = sql.NullString{String: *o.Error, Valid: true}
-		} else {
-			arg.DeliveredAt = sql.NullTime{Time: o.At, Valid: true}
-		}
-		if err := q.SettleNewEvent(ctx, arg); err != nil {
-			return err
-		}
-	}
-	return q.DeleteSettledNewEvents(ctx)
-}
-
-// markDelivered records the delivered attempts among finished that were retries: in one
-// statement on Postgres, where each costs a round trip; one by one on SQLite, where none
-// does.
+// markDelivered records the delivered attempts among finished: in one statement on
+// Postgres, where each costs a round trip; one by one on SQLite, where none does.
 func (d *Deliverer) markDelivered(ctx context.Context, q *dbq.Queries, finished []settled) error {
 	type delivery struct {
 		ID int64     `json:"id"`
@@ -365,7 +267,7 @@ func (d *Deliverer) markDelivered(ctx context.Context, q *dbq.Queries, finished 
 	}
 	var delivered []delivery
 	for _, s := range finished {
-		if s.delivered && !s.fresh {
+		if s.delivered {
 			delivered = append(delivered, delivery{s.id, s.at})
 		}
 	}
@@ -388,15 +290,15 @@ func (d *Deliverer) markDelivered(ctx context.Context, q *dbq.Queries, finished 
 }
 
 // attempt sends one delivery and says how it went.
-func (d *Deliverer) attempt(ctx context.Context, r claimed) settled {
+func (d *Deliverer) attempt(ctx context.Context, r dbq.ClaimDeliveriesRow) settled {
 	err := d.post(ctx, r)
 	now := d.opts.Clock().UTC()
 	if err == nil {
 		d.metrics.outcomes.WithLabelValues("delivered").Inc()
 		d.metrics.latency.Observe(now.Sub(r.CreatedAt).Seconds())
-		return settled{id: r.ID, fresh: r.fresh, delivered: true, at: now}
+		return settled{id: r.ID, delivered: true, at: now}
 	}
-	s := settled{id: r.ID, fresh: r.fresh, at: now, next: now.Add(d.opts.Backoff(int(r.Attempts))), reason: err.Error()}
+	s := settled{id: r.ID, at: now, next: now.Add(d.opts.Backoff(int(r.Attempts))), reason: err.Error()}
 	outcome := "retried"
 	if s.next.After(r.GiveUpAt) {
 		s.failed, outcome = true, "failed"
@@ -411,7 +313,7 @@ func (d *Deliverer) attempt(ctx context.Context, r claimed) settled {
 // post makes one attempt. Its error says what happened in words safe to store and log:
 // the status, or the kind of network failure, never the URL (it may carry a token) nor the
 // receiver's answer.
-func (d *Deliverer) post(ctx context.Context, r claimed) error {
+func (d *Deliverer) post(ctx context.Context, r dbq.ClaimDeliveriesRow) error {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.opts.URL, bytes.NewReader([]byte(r.Payload)))

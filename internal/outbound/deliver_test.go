@@ -34,7 +34,7 @@ func record(t *testing.T, d *db.DB, users, perUser int, now time.Time) {
 			user := fmt.Sprintf("00000000-0000-4000-8000-%012d", u)
 			body, _ := json.Marshal(testEvent{UserID: user, Seq: seq})
 			err := d.InTx(context.Background(), func(tx *sql.Tx) error {
-				return Record(context.Background(), dbq.New(tx), d.Engine, user, "test.event", body, now)
+				return Record(context.Background(), dbq.New(tx), user, "test.event", body, now)
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -1,9 +1,8 @@
 package outbound
 
 import (
-	"cmp"
 	"context"
-	"slices"
+	"database/sql"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/db"
@@ -38,70 +37,69 @@ type Filter struct {
 	Limit  int
 }
 
-// List returns the newest deliveries that match f, at most f.Limit (default 100): those
-// attempted, and the recorded events not yet attempted or in their first attempt, which are
-// pending.
+// List returns the newest deliveries that match f, at most f.Limit (default 100).
 func List(ctx context.Context, d *db.DB, f Filter) ([]Delivery, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	q := dbq.New(d)
-	rows, err := q.ListDeliveries(ctx, dbq.ListDeliveriesParams{Status: f.Status, UserID: f.UserID, Max: int32(f.Limit)})
+	if err := moveAllRecorded(ctx, d); err != nil {
+		return nil, err
+	}
+	rows, err := dbq.New(d).ListDeliveries(ctx, dbq.ListDeliveriesParams{Status: f.Status, UserID: f.UserID, Max: int32(f.Limit)})
 	if err != nil {
 		return nil, err
 	}
-	var out []Delivery
-	for _, r := range rows {
-		del := Delivery{
+	out := make([]Delivery, len(rows))
+	for i, r := range rows {
+		out[i] = Delivery{
 			ID: r.ID, MessageID: r.MessageID, UserID: r.UserID, EventType: r.EventType, Status: r.Status,
 			Attempts: int(r.Attempts), LastError: r.LastError.String, CreatedAt: r.CreatedAt.UTC(),
 		}
 		if r.Status == Pending {
 			next := r.NextAttemptAt.UTC()
-			del.NextAttemptAt = &next
+			out[i].NextAttemptAt = &next
 		}
 		if r.DeliveredAt.Valid {
 			at := r.DeliveredAt.Time.UTC()
-			del.DeliveredAt = &at
+			out[i].DeliveredAt = &at
 		}
-		out = append(out, del)
 	}
-	if f.Status != "" && f.Status != Pending {
-		return out, nil
-	}
-	recorded, err := q.ListNewEvents(ctx, dbq.ListNewEventsParams{UserID: f.UserID, Max: int32(f.Limit)})
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range recorded {
-		next := r.CreatedAt.UTC()
-		del := Delivery{
-			ID: r.ID, MessageID: r.MessageID, UserID: r.UserID, EventType: r.EventType, Status: Pending,
-			CreatedAt: r.CreatedAt.UTC(), NextAttemptAt: &next,
-		}
-		if r.LeaseUntil.Valid {
-			del.Attempts = 1 // under way
-		}
-		out = append(out, del)
-	}
-	slices.SortFunc(out, func(a, b Delivery) int { return cmp.Compare(b.ID, a.ID) })
-	return out[:min(len(out), f.Limit)], nil
+	return out, nil
 }
 
 // Retry makes a pending or failed delivery due now, retried for another RetryWindow. It
 // reports false when there is no such delivery, or it was delivered.
 func Retry(ctx context.Context, d *db.DB, id int64, now time.Time) (bool, error) {
-	q := dbq.New(d)
-	n, err := q.RetryDelivery(ctx, dbq.RetryDeliveryParams{ID: id, Now: now.UTC(), GiveUpAt: now.UTC().Add(RetryWindow)})
-	if err != nil || n > 0 {
-		return n > 0, err
+	if err := moveAllRecorded(ctx, d); err != nil {
+		return false, err
 	}
-	// Not yet attempted, or in its first attempt: due already.
-	n, err = q.IsNewEvent(ctx, id)
+	n, err := dbq.New(d).RetryDelivery(ctx, dbq.RetryDeliveryParams{ID: id, Now: now.UTC(), GiveUpAt: now.UTC().Add(RetryWindow)})
 	return n > 0, err
 }
 
 // RetryFailed makes every failed delivery due now, and says how many there were.
 func RetryFailed(ctx context.Context, d *db.DB, now time.Time) (int64, error) {
+	if err := moveAllRecorded(ctx, d); err != nil {
+		return 0, err
+	}
 	return dbq.New(d).RetryFailedDeliveries(ctx, dbq.RetryFailedDeliveriesParams{Now: now.UTC(), GiveUpAt: now.UTC().Add(RetryWindow)})
+}
+
+// moveAllRecorded moves every recorded event into outbound_deliveries, so that the commands
+// see them whether or not a deliverer has run since they were recorded.
+func moveAllRecorded(ctx context.Context, d *db.DB) error {
+	n, err := dbq.New(d).CountNewEvents(ctx)
+	if err != nil {
+		return err
+	}
+	for range n/moveBatch + 1 {
+		err := d.InTx(ctx, func(tx *sql.Tx) error {
+			_, err := moveRecorded(ctx, d, dbq.New(tx), 0, time.Time{})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

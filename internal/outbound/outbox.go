@@ -22,22 +22,42 @@ import (
 const RetryWindow = 72 * time.Hour
 
 // Record adds an event for userID to the outbox through q, which should be the transaction
-// that made the change the event tells of, on a database of engine: committed together,
-// or not at all. The event waits in outbound_new_events, which has no index to update,
-// until a deliverer makes its first attempt, whose outcome takes it into
-// outbound_deliveries (migration 00010): what ingestion pays for an event is one narrow
-// insert.
-func Record(ctx context.Context, q *dbq.Queries, engine db.Engine, userID, eventType string, payload []byte, now time.Time) error {
-	if engine == db.Postgres {
-		return q.InsertOutboundEvent(ctx, dbq.InsertOutboundEventParams{
-			MessageID: newMessageID(), UserID: userID, EventType: eventType, Payload: string(payload),
-			Now: now, GiveUpAt: now.Add(RetryWindow),
-		})
-	}
-	return q.InsertOutboundEventNumbered(ctx, dbq.InsertOutboundEventNumberedParams{
+// that made the change the event tells of: committed together, or not at all. The event
+// waits in outbound_new_events, which has no index to update, until the deliverer (or a
+// command that lists or retries deliveries) moves it into outbound_deliveries: what
+// ingestion pays for an event is one narrow insert (migration 00010).
+func Record(ctx context.Context, q *dbq.Queries, userID, eventType string, payload []byte, now time.Time) error {
+	return q.InsertOutboundEvent(ctx, dbq.InsertOutboundEventParams{
 		MessageID: newMessageID(), UserID: userID, EventType: eventType, Payload: string(payload),
 		Now: now, GiveUpAt: now.Add(RetryWindow),
 	})
+}
+
+// moveBatch bounds one move, so that a backlog (the deliverer was not running) is taken in
+// by several short transactions rather than one long one.
+const moveBatch = 10_000
+
+// moveRecorded moves recorded events, oldest first, into outbound_deliveries as pending
+// deliveries due now, at most moveBatch of them, through q, a transaction on d. On
+// Postgres it also leases up to claim of them, as claimDeliveries would, and gives those:
+// a delivery claimed as it goes in is written once rather than twice.
+func moveRecorded(ctx context.Context, d *db.DB, q *dbq.Queries, claim int, leaseUntil time.Time) ([]dbq.ClaimDeliveriesRow, error) {
+	if d.Engine == db.Postgres {
+		rows, err := q.MoveNewEvents(ctx, dbq.MoveNewEventsParams{Max: moveBatch, Claim: int32(claim), LeaseUntil: leaseUntil})
+		claimed := make([]dbq.ClaimDeliveriesRow, len(rows))
+		for i, r := range rows {
+			claimed[i] = dbq.ClaimDeliveriesRow(r)
+		}
+		return claimed, err
+	}
+	last, err := q.LastNewEventToMove(ctx, moveBatch)
+	if err != nil || last == 0 {
+		return nil, err
+	}
+	if err := q.CopyNewEventsUpTo(ctx, last); err != nil {
+		return nil, err
+	}
+	return nil, q.DeleteNewEventsUpTo(ctx, last)
 }
 
 // newMessageID is the webhook-id of a delivery, the same on every attempt, by which

@@ -50,14 +50,13 @@ type OutboundDelivery struct {
 }
 
 type OutboundNewEvent struct {
-	ID         int64
-	MessageID  string
-	UserID     string
-	EventType  string
-	Payload    string
-	CreatedAt  time.Time
-	GiveUpAt   time.Time
-	LeaseUntil sql.NullTime
+	ID        int64
+	MessageID string
+	UserID    string
+	EventType string
+	Payload   string
+	CreatedAt time.Time
+	GiveUpAt  time.Time
 }
 
 type Plan struct {

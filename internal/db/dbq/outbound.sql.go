@@ -137,136 +137,26 @@ func (q *Queries) ClaimDeliveriesSkipLocked(ctx context.Context, arg ClaimDelive
 	return items, nil
 }
 
-const claimNewEvents = `-- name: ClaimNewEvents :many
-update outbound_new_events set lease_until = $1
-where id in (
-    select r.id from (
-        select n.id, row_number() over (partition by n.user_id order by n.id) as nth,
-            (n.lease_until is null or n.lease_until <= $2) as free,
-            exists (select 1 from outbound_deliveries d where d.user_id = n.user_id and d.status = 'pending') as waits
-        from outbound_new_events n
-    ) r
-    where r.nth = 1 and r.free and not r.waits
-    order by r.id
-    limit $3
-)
-returning id, message_id, user_id, payload, created_at, give_up_at
+const copyNewEventsUpTo = `-- name: CopyNewEventsUpTo :exec
+insert into outbound_deliveries (message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
+select n.message_id, n.user_id, n.event_type, n.payload, 'pending', n.created_at, n.give_up_at, n.created_at
+from outbound_new_events n where n.id <= $1 order by n.id
 `
 
-type ClaimNewEventsParams struct {
-	LeaseUntil sql.NullTime
-	Now        sql.NullTime
-	Max        int32
+func (q *Queries) CopyNewEventsUpTo(ctx context.Context, last int64) error {
+	_, err := q.db.ExecContext(ctx, copyNewEventsUpTo, last)
+	return err
 }
 
-type ClaimNewEventsRow struct {
-	ID        int64
-	MessageID string
-	UserID    string
-	Payload   string
-	CreatedAt time.Time
-	GiveUpAt  time.Time
-}
-
-// Leases up to max recorded events for their first attempt, each the oldest recorded of
-// its user, of a user with no delivery pending (DeferWaitingNewEvents took those). On
-// SQLite, the single writer makes the update the claim.
-func (q *Queries) ClaimNewEvents(ctx context.Context, arg ClaimNewEventsParams) ([]ClaimNewEventsRow, error) {
-	rows, err := q.db.QueryContext(ctx, claimNewEvents, arg.LeaseUntil, arg.Now, arg.Max)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ClaimNewEventsRow
-	for rows.Next() {
-		var i ClaimNewEventsRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.MessageID,
-			&i.UserID,
-			&i.Payload,
-			&i.CreatedAt,
-			&i.GiveUpAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const claimNewEventsSkipLocked = `-- name: ClaimNewEventsSkipLocked :many
-update outbound_new_events set lease_until = $1
-where id in (
-    select l.id from outbound_new_events l
-    where (l.lease_until is null or l.lease_until <= $2)
-      and l.id in (
-        select r.id from (
-            select n.id, row_number() over (partition by n.user_id order by n.id) as nth,
-                (n.lease_until is null or n.lease_until <= $2) as free,
-                exists (select 1 from outbound_deliveries d where d.user_id = n.user_id and d.status = 'pending') as waits
-            from outbound_new_events n
-        ) r
-        where r.nth = 1 and r.free and not r.waits
-        order by r.id
-        limit $3
-      )
-    for update skip locked
-)
-returning id, message_id, user_id, payload, created_at, give_up_at
+const countNewEvents = `-- name: CountNewEvents :one
+select count(*) from outbound_new_events
 `
 
-type ClaimNewEventsSkipLockedParams struct {
-	LeaseUntil sql.NullTime
-	Now        sql.NullTime
-	Max        int32
-}
-
-type ClaimNewEventsSkipLockedRow struct {
-	ID        int64
-	MessageID string
-	UserID    string
-	Payload   string
-	CreatedAt time.Time
-	GiveUpAt  time.Time
-}
-
-// ClaimNewEvents for Postgres, where several instances claim at once: rows another
-// instance is claiming are skipped, and the lease is checked again on the row as locked.
-func (q *Queries) ClaimNewEventsSkipLocked(ctx context.Context, arg ClaimNewEventsSkipLockedParams) ([]ClaimNewEventsSkipLockedRow, error) {
-	rows, err := q.db.QueryContext(ctx, claimNewEventsSkipLocked, arg.LeaseUntil, arg.Now, arg.Max)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ClaimNewEventsSkipLockedRow
-	for rows.Next() {
-		var i ClaimNewEventsSkipLockedRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.MessageID,
-			&i.UserID,
-			&i.Payload,
-			&i.CreatedAt,
-			&i.GiveUpAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+func (q *Queries) CountNewEvents(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, countNewEvents)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const countPendingDeliveries = `-- name: CountPendingDeliveries :one
@@ -280,31 +170,12 @@ func (q *Queries) CountPendingDeliveries(ctx context.Context) (int32, error) {
 	return column_1, err
 }
 
-const deferWaitingNewEvents = `-- name: DeferWaitingNewEvents :exec
-insert into outbound_deliveries (id, message_id, user_id, event_type, payload, status, attempts, next_attempt_at, give_up_at, created_at)
-select n.id, n.message_id, n.user_id, n.event_type, n.payload, 'pending', 0, n.created_at, n.give_up_at, n.created_at
-from outbound_new_events n
-where (n.lease_until is null or n.lease_until <= $1)
-  and exists (select 1 from outbound_deliveries d where d.user_id = n.user_id and d.status = 'pending')
-order by n.id
-on conflict (id) do nothing
+const deleteNewEventsUpTo = `-- name: DeleteNewEventsUpTo :exec
+delete from outbound_new_events where id <= $1
 `
 
-// Takes the recorded events that must wait, because a delivery of their user is pending,
-// into outbound_deliveries, pending, so that ClaimDeliveries sends them in their turn.
-// Then DeleteSettledNewEvents.
-func (q *Queries) DeferWaitingNewEvents(ctx context.Context, now sql.NullTime) error {
-	_, err := q.db.ExecContext(ctx, deferWaitingNewEvents, now)
-	return err
-}
-
-const deleteSettledNewEvents = `-- name: DeleteSettledNewEvents :exec
-delete from outbound_new_events where exists (select 1 from outbound_deliveries d where d.id = outbound_new_events.id)
-`
-
-// Removes the recorded events that are in outbound_deliveries now.
-func (q *Queries) DeleteSettledNewEvents(ctx context.Context) error {
-	_, err := q.db.ExecContext(ctx, deleteSettledNewEvents)
+func (q *Queries) DeleteNewEventsUpTo(ctx context.Context, last int64) error {
+	_, err := q.db.ExecContext(ctx, deleteNewEventsUpTo, last)
 	return err
 }
 
@@ -322,7 +193,6 @@ type InsertOutboundEventParams struct {
 	GiveUpAt  time.Time
 }
 
-// For Postgres, where the identity gives the id.
 func (q *Queries) InsertOutboundEvent(ctx context.Context, arg InsertOutboundEventParams) error {
 	_, err := q.db.ExecContext(ctx, insertOutboundEvent,
 		arg.MessageID,
@@ -335,46 +205,18 @@ func (q *Queries) InsertOutboundEvent(ctx context.Context, arg InsertOutboundEve
 	return err
 }
 
-const insertOutboundEventNumbered = `-- name: InsertOutboundEventNumbered :exec
-insert into outbound_new_events (id, message_id, user_id, event_type, payload, created_at, give_up_at)
-values ((select coalesce(max(t.id), 0) + 1 from (
-            select max(n.id) as id from outbound_new_events n
-            union all select max(d.id) from outbound_deliveries d) t),
-        $1, $2, $3, $4, $5, $6)
+const lastNewEventToMove = `-- name: LastNewEventToMove :one
+select cast(coalesce(max(b.id), 0) as bigint) from (select n.id from outbound_new_events n order by n.id limit $1) b
 `
 
-type InsertOutboundEventNumberedParams struct {
-	MessageID string
-	UserID    string
-	EventType string
-	Payload   string
-	Now       time.Time
-	GiveUpAt  time.Time
-}
-
-// For SQLite, whose single writer makes it safe: the id is above those of both tables,
-// since rowids of an emptied table begin again.
-func (q *Queries) InsertOutboundEventNumbered(ctx context.Context, arg InsertOutboundEventNumberedParams) error {
-	_, err := q.db.ExecContext(ctx, insertOutboundEventNumbered,
-		arg.MessageID,
-		arg.UserID,
-		arg.EventType,
-		arg.Payload,
-		arg.Now,
-		arg.GiveUpAt,
-	)
-	return err
-}
-
-const isNewEvent = `-- name: IsNewEvent :one
-select count(*) from outbound_new_events where id = $1
-`
-
-func (q *Queries) IsNewEvent(ctx context.Context, id int64) (int64, error) {
-	row := q.db.QueryRowContext(ctx, isNewEvent, id)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+// MoveNewEvents for SQLite, where a statement cannot both delete and insert, in three: the
+// id up to which to move (0: none), then CopyNewEventsUpTo and DeleteNewEventsUpTo. The
+// single writer keeps anything from coming between them.
+func (q *Queries) LastNewEventToMove(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, lastNewEventToMove, max)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const listDeliveries = `-- name: ListDeliveries :many
@@ -425,59 +267,6 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 			&i.LastError,
 			&i.CreatedAt,
 			&i.DeliveredAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const listNewEvents = `-- name: ListNewEvents :many
-select id, message_id, user_id, event_type, lease_until, created_at
-from outbound_new_events
-where ($1 = '' or user_id = $1)
-order by id desc
-limit $2
-`
-
-type ListNewEventsParams struct {
-	UserID interface{}
-	Max    int32
-}
-
-type ListNewEventsRow struct {
-	ID         int64
-	MessageID  string
-	UserID     string
-	EventType  string
-	LeaseUntil sql.NullTime
-	CreatedAt  time.Time
-}
-
-// Recorded events not yet attempted, or in their first attempt (leased): pending.
-func (q *Queries) ListNewEvents(ctx context.Context, arg ListNewEventsParams) ([]ListNewEventsRow, error) {
-	rows, err := q.db.QueryContext(ctx, listNewEvents, arg.UserID, arg.Max)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ListNewEventsRow
-	for rows.Next() {
-		var i ListNewEventsRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.MessageID,
-			&i.UserID,
-			&i.EventType,
-			&i.LeaseUntil,
-			&i.CreatedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -543,6 +332,87 @@ func (q *Queries) MarkDelivered(ctx context.Context, arg MarkDeliveredParams) er
 	return err
 }
 
+const moveNewEvents = `-- name: MoveNewEvents :many
+with moved as (
+    delete from outbound_new_events where id in (
+        select n.id from outbound_new_events n order by n.id limit $1 for update skip locked
+    )
+    returning id, message_id, user_id, event_type, payload, created_at, give_up_at
+),
+heads as (
+    select r.id from (
+        select m.id, row_number() over (partition by m.user_id order by m.id) as nth,
+            exists (select 1 from outbound_deliveries d where d.user_id = m.user_id and d.status = 'pending') as waits
+        from moved m
+    ) r
+    where r.nth = 1 and not r.waits
+    order by r.id
+    limit $2
+),
+inserted as (
+    insert into outbound_deliveries (message_id, user_id, event_type, payload, status, attempts, lease_until, next_attempt_at, give_up_at, created_at)
+    select m.message_id, m.user_id, m.event_type, m.payload, 'pending',
+        case when h.id is null then 0 else 1 end,
+        case when h.id is null then null else cast($3 as timestamptz) end,
+        m.created_at, m.give_up_at, m.created_at
+    from moved m left join heads h on h.id = m.id
+    order by m.id
+    returning id, message_id, user_id, payload, attempts, created_at, give_up_at
+)
+select i.id, i.message_id, i.user_id, i.payload, i.attempts, i.created_at, i.give_up_at from inserted i where i.attempts = 1 order by i.id
+`
+
+type MoveNewEventsParams struct {
+	Max        int32
+	Claim      int32
+	LeaseUntil time.Time
+}
+
+type MoveNewEventsRow struct {
+	ID        int64
+	MessageID string
+	UserID    string
+	Payload   string
+	Attempts  int32
+	CreatedAt time.Time
+	GiveUpAt  time.Time
+}
+
+// Moves up to max recorded events, oldest first, into outbound_deliveries, due now, for
+// Postgres: in one statement, skipping the rows another instance is moving. Up to claim of
+// them are leased as they go in, as ClaimDeliveries would (each the oldest pending of its
+// user), which spares rewriting them; those come back.
+func (q *Queries) MoveNewEvents(ctx context.Context, arg MoveNewEventsParams) ([]MoveNewEventsRow, error) {
+	rows, err := q.db.QueryContext(ctx, moveNewEvents, arg.Max, arg.Claim, arg.LeaseUntil)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MoveNewEventsRow
+	for rows.Next() {
+		var i MoveNewEventsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.MessageID,
+			&i.UserID,
+			&i.Payload,
+			&i.Attempts,
+			&i.CreatedAt,
+			&i.GiveUpAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const retryDelivery = `-- name: RetryDelivery :execrows
 update outbound_deliveries set status = 'pending', next_attempt_at = $1, give_up_at = $2, lease_until = null
 where id = $3 and status <> 'delivered'
@@ -579,56 +449,4 @@ func (q *Queries) RetryFailedDeliveries(ctx context.Context, arg RetryFailedDeli
 		return 0, err
 	}
 	return result.RowsAffected()
-}
-
-const settleNewEvent = `-- name: SettleNewEvent :exec
-insert into outbound_deliveries (id, message_id, user_id, event_type, payload, status, attempts, next_attempt_at, give_up_at, last_error, created_at, delivered_at)
-select n.id, n.message_id, n.user_id, n.event_type, n.payload, $1, 1, $2, n.give_up_at, $3, n.created_at, $4
-from outbound_new_events n where n.id = $5
-`
-
-type SettleNewEventParams struct {
-	Status        string
-	NextAttemptAt time.Time
-	LastError     sql.NullString
-	DeliveredAt   sql.NullTime
-	ID            int64
-}
-
-// Takes a recorded event into outbound_deliveries with its first attempt's outcome:
-// delivered (at delivered_at), or pending (again at next_attempt_at), or failed. Then
-// DeleteSettledNewEvents.
-func (q *Queries) SettleNewEvent(ctx context.Context, arg SettleNewEventParams) error {
-	_, err := q.db.ExecContext(ctx, settleNewEvent,
-		arg.Status,
-		arg.NextAttemptAt,
-		arg.LastError,
-		arg.DeliveredAt,
-		arg.ID,
-	)
-	return err
-}
-
-const settleNewEvents = `-- name: SettleNewEvents :exec
-with outcome as (
-    select cast(o.value->>'id' as bigint) as id, o.value->>'status' as status, cast(o.value->>'at' as timestamptz) as at,
-        cast(o.value->>'next' as timestamptz) as next, o.value->>'error' as error
-    from jsonb_array_elements($1::jsonb) as o(value)
-),
-moved as (
-    delete from outbound_new_events n where n.id in (select outcome.id from outcome)
-    returning n.id, n.message_id, n.user_id, n.event_type, n.payload, n.created_at, n.give_up_at
-)
-insert into outbound_deliveries (id, message_id, user_id, event_type, payload, status, attempts, next_attempt_at, give_up_at, last_error, created_at, delivered_at)
-select m.id, m.message_id, m.user_id, m.event_type, m.payload, c.status, 1, c.next, m.give_up_at, c.error, m.created_at,
-    case when c.status = 'delivered' then c.at end
-from moved m join outcome c on c.id = m.id
-order by m.id
-`
-
-// SettleNewEvent for many events in one statement, for Postgres, where each would cost a
-// round trip: settled is a JSON array of {"id","status","at","next","error"}.
-func (q *Queries) SettleNewEvents(ctx context.Context, settled json.RawMessage) error {
-	_, err := q.db.ExecContext(ctx, settleNewEvents, settled)
-	return err
 }

@@ -1,98 +1,53 @@
 -- name: InsertOutboundEvent :exec
--- For Postgres, where the identity gives the id.
 insert into outbound_new_events (message_id, user_id, event_type, payload, created_at, give_up_at)
 values (sqlc.arg(message_id), sqlc.arg(user_id), sqlc.arg(event_type), sqlc.arg(payload), sqlc.arg(now), sqlc.arg(give_up_at));
 
--- name: InsertOutboundEventNumbered :exec
--- For SQLite, whose single writer makes it safe: the id is above those of both tables,
--- since rowids of an emptied table begin again.
-insert into outbound_new_events (id, message_id, user_id, event_type, payload, created_at, give_up_at)
-values ((select coalesce(max(t.id), 0) + 1 from (
-            select max(n.id) as id from outbound_new_events n
-            union all select max(d.id) from outbound_deliveries d) t),
-        sqlc.arg(message_id), sqlc.arg(user_id), sqlc.arg(event_type), sqlc.arg(payload), sqlc.arg(now), sqlc.arg(give_up_at));
-
--- name: ClaimNewEvents :many
--- Leases up to max recorded events for their first attempt, each the oldest recorded of
--- its user, of a user with no delivery pending (DeferWaitingNewEvents took those). On
--- SQLite, the single writer makes the update the claim.
-update outbound_new_events set lease_until = sqlc.arg(lease_until)
-where id in (
-    select r.id from (
-        select n.id, row_number() over (partition by n.user_id order by n.id) as nth,
-            (n.lease_until is null or n.lease_until <= sqlc.arg(now)) as free,
-            exists (select 1 from outbound_deliveries d where d.user_id = n.user_id and d.status = 'pending') as waits
-        from outbound_new_events n
-    ) r
-    where r.nth = 1 and r.free and not r.waits
-    order by r.id
-    limit sqlc.arg(max)
-)
-returning id, message_id, user_id, payload, created_at, give_up_at;
-
--- name: ClaimNewEventsSkipLocked :many
--- ClaimNewEvents for Postgres, where several instances claim at once: rows another
--- instance is claiming are skipped, and the lease is checked again on the row as locked.
-update outbound_new_events set lease_until = sqlc.arg(lease_until)
-where id in (
-    select l.id from outbound_new_events l
-    where (l.lease_until is null or l.lease_until <= sqlc.arg(now))
-      and l.id in (
-        select r.id from (
-            select n.id, row_number() over (partition by n.user_id order by n.id) as nth,
-                (n.lease_until is null or n.lease_until <= sqlc.arg(now)) as free,
-                exists (select 1 from outbound_deliveries d where d.user_id = n.user_id and d.status = 'pending') as waits
-            from outbound_new_events n
-        ) r
-        where r.nth = 1 and r.free and not r.waits
-        order by r.id
-        limit sqlc.arg(max)
-      )
-    for update skip locked
-)
-returning id, message_id, user_id, payload, created_at, give_up_at;
-
--- name: SettleNewEvent :exec
--- Takes a recorded event into outbound_deliveries with its first attempt's outcome:
--- delivered (at delivered_at), or pending (again at next_attempt_at), or failed. Then
--- DeleteSettledNewEvents.
-insert into outbound_deliveries (id, message_id, user_id, event_type, payload, status, attempts, next_attempt_at, give_up_at, last_error, created_at, delivered_at)
-select n.id, n.message_id, n.user_id, n.event_type, n.payload, sqlc.arg(status), 1, sqlc.arg(next_attempt_at), n.give_up_at, sqlc.narg(last_error), n.created_at, sqlc.narg(delivered_at)
-from outbound_new_events n where n.id = sqlc.arg(id);
-
--- name: SettleNewEvents :exec
--- SettleNewEvent for many events in one statement, for Postgres, where each would cost a
--- round trip: settled is a JSON array of {"id","status","at","next","error"}.
-with outcome as (
-    select cast(o.value->>'id' as bigint) as id, o.value->>'status' as status, cast(o.value->>'at' as timestamptz) as at,
-        cast(o.value->>'next' as timestamptz) as next, o.value->>'error' as error
-    from jsonb_array_elements(sqlc.arg(settled)::jsonb) as o(value)
+-- name: MoveNewEvents :many
+-- Moves up to max recorded events, oldest first, into outbound_deliveries, due now, for
+-- Postgres: in one statement, skipping the rows another instance is moving. Up to claim of
+-- them are leased as they go in, as ClaimDeliveries would (each the oldest pending of its
+-- user), which spares rewriting them; those come back.
+with moved as (
+    delete from outbound_new_events where id in (
+        select n.id from outbound_new_events n order by n.id limit sqlc.arg(max) for update skip locked
+    )
+    returning id, message_id, user_id, event_type, payload, created_at, give_up_at
 ),
-moved as (
-    delete from outbound_new_events n where n.id in (select outcome.id from outcome)
-    returning n.id, n.message_id, n.user_id, n.event_type, n.payload, n.created_at, n.give_up_at
+heads as (
+    select r.id from (
+        select m.id, row_number() over (partition by m.user_id order by m.id) as nth,
+            exists (select 1 from outbound_deliveries d where d.user_id = m.user_id and d.status = 'pending') as waits
+        from moved m
+    ) r
+    where r.nth = 1 and not r.waits
+    order by r.id
+    limit sqlc.arg(claim)
+),
+inserted as (
+    insert into outbound_deliveries (message_id, user_id, event_type, payload, status, attempts, lease_until, next_attempt_at, give_up_at, created_at)
+    select m.message_id, m.user_id, m.event_type, m.payload, 'pending',
+        case when h.id is null then 0 else 1 end,
+        case when h.id is null then null else cast(sqlc.arg(lease_until) as timestamptz) end,
+        m.created_at, m.give_up_at, m.created_at
+    from moved m left join heads h on h.id = m.id
+    order by m.id
+    returning id, message_id, user_id, payload, attempts, created_at, give_up_at
 )
-insert into outbound_deliveries (id, message_id, user_id, event_type, payload, status, attempts, next_attempt_at, give_up_at, last_error, created_at, delivered_at)
-select m.id, m.message_id, m.user_id, m.event_type, m.payload, c.status, 1, c.next, m.give_up_at, c.error, m.created_at,
-    case when c.status = 'delivered' then c.at end
-from moved m join outcome c on c.id = m.id
-order by m.id;
+select i.id, i.message_id, i.user_id, i.payload, i.attempts, i.created_at, i.give_up_at from inserted i where i.attempts = 1 order by i.id;
 
--- name: DeferWaitingNewEvents :exec
--- Takes the recorded events that must wait, because a delivery of their user is pending,
--- into outbound_deliveries, pending, so that ClaimDeliveries sends them in their turn.
--- Then DeleteSettledNewEvents.
-insert into outbound_deliveries (id, message_id, user_id, event_type, payload, status, attempts, next_attempt_at, give_up_at, created_at)
-select n.id, n.message_id, n.user_id, n.event_type, n.payload, 'pending', 0, n.created_at, n.give_up_at, n.created_at
-from outbound_new_events n
-where (n.lease_until is null or n.lease_until <= sqlc.arg(now))
-  and exists (select 1 from outbound_deliveries d where d.user_id = n.user_id and d.status = 'pending')
-order by n.id
-on conflict (id) do nothing;
+-- name: LastNewEventToMove :one
+-- MoveNewEvents for SQLite, where a statement cannot both delete and insert, in three: the
+-- id up to which to move (0: none), then CopyNewEventsUpTo and DeleteNewEventsUpTo. The
+-- single writer keeps anything from coming between them.
+select cast(coalesce(max(b.id), 0) as bigint) from (select n.id from outbound_new_events n order by n.id limit sqlc.arg(max)) b;
 
--- name: DeleteSettledNewEvents :exec
--- Removes the recorded events that are in outbound_deliveries now.
-delete from outbound_new_events where exists (select 1 from outbound_deliveries d where d.id = outbound_new_events.id);
+-- name: CopyNewEventsUpTo :exec
+insert into outbound_deliveries (message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
+select n.message_id, n.user_id, n.event_type, n.payload, 'pending', n.created_at, n.give_up_at, n.created_at
+from outbound_new_events n where n.id <= sqlc.arg(last) order by n.id;
+
+-- name: DeleteNewEventsUpTo :exec
+delete from outbound_new_events where id <= sqlc.arg(last);
 
 -- name: ClaimDeliveries :many
 -- Leases up to max due deliveries, at most one per user: the oldest pending of its user, so
@@ -147,17 +102,6 @@ where (sqlc.arg(status) = '' or status = sqlc.arg(status))
 order by id desc
 limit sqlc.arg(max);
 
--- name: ListNewEvents :many
--- Recorded events not yet attempted, or in their first attempt (leased): pending.
-select id, message_id, user_id, event_type, lease_until, created_at
-from outbound_new_events
-where (sqlc.arg(user_id) = '' or user_id = sqlc.arg(user_id))
-order by id desc
-limit sqlc.arg(max);
-
--- name: IsNewEvent :one
-select count(*) from outbound_new_events where id = sqlc.arg(id);
-
 -- name: RetryDelivery :execrows
 -- Makes a pending or failed delivery due now, with a new retry window; a delivered one is left.
 update outbound_deliveries set status = 'pending', next_attempt_at = sqlc.arg(now), give_up_at = sqlc.arg(give_up_at), lease_until = null
@@ -169,3 +113,6 @@ where status = 'failed';
 
 -- name: CountPendingDeliveries :one
 select (select count(*) from outbound_deliveries where status = 'pending') + (select count(*) from outbound_new_events);
+
+-- name: CountNewEvents :one
+select count(*) from outbound_new_events;

@@ -1,13 +1,10 @@
 -- +goose Up
--- Ingestion records an outbound event here, in its own transaction, and a deliverer
--- attempts it from here: only its first attempt's outcome takes it into
--- outbound_deliveries, delivered (outside both partial indexes) or to be retried. The row
--- ingestion writes so touches no secondary index, each of which is a page written to the
--- WAL at every commit, and a delivery that succeeds at once is written into
--- outbound_deliveries once, never rewritten (docs/outbound.md). The table holds only
--- events not yet attempted, or in their first attempt. An event keeps its id when it
--- moves; a new id is above those of both tables (InsertOutboundEventNumbered), so ids stay
--- unique across both and keep the recording order.
+-- Ingestion records an outbound event here, in its own transaction; the deliverer moves the
+-- recorded events into outbound_deliveries in batches, a transaction per batch. The row
+-- ingestion writes so touches no secondary index: on outbound_deliveries, each insert also
+-- went into two partial indexes, each a page written to the WAL at every commit. The table
+-- holds only what is not yet moved. Its id keeps the recording order, which the move keeps;
+-- once the table is empty an id may come again, which no order depends on.
 create table outbound_new_events (
     id          integer primary key,
     message_id  text not null,
@@ -15,12 +12,10 @@ create table outbound_new_events (
     event_type  text not null,
     payload     text not null,
     created_at  timestamp not null,
-    give_up_at  timestamp not null,
-    -- Set while an instance makes the first attempt; a lease that ran out (a crash) frees it.
-    lease_until timestamp
+    give_up_at  timestamp not null
 );
 
 -- +goose Down
-insert into outbound_deliveries (id, message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
-select id, message_id, user_id, event_type, payload, 'pending', created_at, give_up_at, created_at from outbound_new_events order by id;
+insert into outbound_deliveries (message_id, user_id, event_type, payload, status, next_attempt_at, give_up_at, created_at)
+select message_id, user_id, event_type, payload, 'pending', created_at, give_up_at, created_at from outbound_new_events order by id;
 drop table outbound_new_events;
