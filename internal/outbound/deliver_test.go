@@ -191,6 +191,48 @@ func TestTwoInstancesDeliverEachEventOnce(t *testing.T) {
 	}
 }
 
+// TestTwoInstancesMovingAtOnceLeaseOneEventOfAUser: an instance moves a user's first event
+// in, leased, and has not committed when the user's second event is recorded and another
+// instance moves it. The second must wait for the first's move to commit, and then see the
+// first pending: otherwise it leases the second event too, and both go out at once.
+func TestTwoInstancesMovingAtOnceLeaseOneEventOfAUser(t *testing.T) {
+	url := dbtest.PostgresURL(t)
+	one, two := dbtest.Open(t, url), dbtest.Open(t, url)
+	ctx := context.Background()
+	record(t, one, 1, 1, time.Now())
+	tx, err := one.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	leased, err := moveRecorded(ctx, one, dbq.New(tx), batch, time.Now().Add(time.Minute))
+	if err != nil || len(leased) != 1 {
+		t.Fatalf("first instance leased %d, %v", len(leased), err)
+	}
+	body, _ := json.Marshal(testEvent{UserID: leased[0].UserID, Seq: 2})
+	if err := two.InTx(ctx, func(tx *sql.Tx) error {
+		return Record(ctx, dbq.New(tx), leased[0].UserID, "test.event", body, time.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	second := New(two, Options{URL: "http://127.0.0.1:1", Key: outboundtest.Key()})
+	done := make(chan []dbq.ClaimDeliveriesRow, 1)
+	go func() {
+		got, err := second.settleAndClaim(ctx, nil, batch)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- got
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-done; len(got) != 0 {
+		t.Errorf("the second instance leased %+v while the user's first event was leased", got)
+	}
+}
+
 func TestADeliveryWhoseInstanceDiedIsAttemptedOnceItsLeaseRunsOut(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
 		r := outboundtest.NewReceiver(t)

@@ -43,6 +43,9 @@ const moveBatch = 10_000
 // a delivery claimed as it goes in is written once rather than twice.
 func moveRecorded(ctx context.Context, d *db.DB, q *dbq.Queries, claim int, leaseUntil time.Time) ([]dbq.ClaimDeliveriesRow, error) {
 	if d.Engine == db.Postgres {
+		if err := q.LockOutboundMove(ctx); err != nil {
+			return nil, err
+		}
 		rows, err := q.MoveNewEvents(ctx, dbq.MoveNewEventsParams{Max: moveBatch, Claim: int32(claim), LeaseUntil: leaseUntil})
 		claimed := make([]dbq.ClaimDeliveriesRow, len(rows))
 		for i, r := range rows {

@@ -281,6 +281,18 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 	return items, nil
 }
 
+const lockOutboundMove = `-- name: LockOutboundMove :exec
+select pg_advisory_xact_lock(7046163512)
+`
+
+// For Postgres: one instance at a time moves recorded events in, held until the
+// transaction ends, so that two never lease two events of one user at once, each unaware of
+// the other's. MoveNewEvents, a statement of its own, then sees what the last mover committed.
+func (q *Queries) LockOutboundMove(ctx context.Context) error {
+	_, err := q.db.ExecContext(ctx, lockOutboundMove)
+	return err
+}
+
 const markAllDelivered = `-- name: MarkAllDelivered :exec
 update outbound_deliveries o set status = 'delivered', delivered_at = d.at, lease_until = null, last_error = null
 from jsonb_to_recordset($1::jsonb) as d(id bigint, at timestamptz)

@@ -2,6 +2,12 @@
 insert into outbound_new_events (message_id, user_id, event_type, payload, created_at, give_up_at)
 values (sqlc.arg(message_id), sqlc.arg(user_id), sqlc.arg(event_type), sqlc.arg(payload), sqlc.arg(now), sqlc.arg(give_up_at));
 
+-- name: LockOutboundMove :exec
+-- For Postgres: one instance at a time moves recorded events in, held until the
+-- transaction ends, so that two never lease two events of one user at once, each unaware of
+-- the other's. MoveNewEvents, a statement of its own, then sees what the last mover committed.
+select pg_advisory_xact_lock(7046163512);
+
 -- name: MoveNewEvents :many
 -- Moves up to max recorded events, oldest first, into outbound_deliveries, due now, for
 -- Postgres: in one statement, skipping the rows another instance is moving. Up to claim of
