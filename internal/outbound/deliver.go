@@ -232,15 +232,16 @@ func (d *Deliverer) settleAndClaim(ctx context.Context, finished []settled, clai
 			return nil
 		}
 		now := d.opts.Clock().UTC()
+		leaseUntil := now.Add(d.opts.Lease)
 		var err error
-		claimed, err = moveRecorded(ctx, d.db, q, claim, now.Add(d.opts.Lease))
+		claimed, err = moveRecorded(ctx, d.db, q, claim, leaseUntil)
 		if err != nil {
 			return err
 		}
 		if claim -= len(claimed); claim == 0 {
 			return nil
 		}
-		arg := dbq.ClaimDeliveriesParams{LeaseUntil: sql.NullTime{Time: now.Add(d.opts.Lease), Valid: true}, Now: now, Max: int32(claim)}
+		arg := dbq.ClaimDeliveriesParams{LeaseUntil: sql.NullTime{Time: leaseUntil, Valid: true}, Now: now, Max: int32(claim)}
 		if d.db.Engine != db.Postgres {
 			more, err := q.ClaimDeliveries(ctx, arg)
 			claimed = append(claimed, more...)

@@ -39,7 +39,7 @@ const moveBatch = 10_000
 
 // moveRecorded moves recorded events, oldest first, into outbound_deliveries as pending
 // deliveries due now, at most moveBatch of them, through q, a transaction on d. On
-// Postgres it also leases up to claim of them, as claimDeliveries would, and gives those:
+// Postgres it also leases up to claim of them, as ClaimDeliveries would, and gives those:
 // a delivery claimed as it goes in is written once rather than twice.
 func moveRecorded(ctx context.Context, d *db.DB, q *dbq.Queries, claim int, leaseUntil time.Time) ([]dbq.ClaimDeliveriesRow, error) {
 	if d.Engine == db.Postgres {

@@ -347,7 +347,7 @@ func (q *Queries) MarkDelivered(ctx context.Context, arg MarkDeliveredParams) er
 const moveNewEvents = `-- name: MoveNewEvents :many
 with moved as (
     delete from outbound_new_events where id in (
-        select n.id from outbound_new_events n order by n.id limit $1 for update skip locked
+        select n.id from outbound_new_events n order by n.id limit $1
     )
     returning id, message_id, user_id, event_type, payload, created_at, give_up_at
 ),
@@ -391,9 +391,9 @@ type MoveNewEventsRow struct {
 }
 
 // Moves up to max recorded events, oldest first, into outbound_deliveries, due now, for
-// Postgres: in one statement, skipping the rows another instance is moving. Up to claim of
-// them are leased as they go in, as ClaimDeliveries would (each the oldest pending of its
-// user), which spares rewriting them; those come back.
+// Postgres: in one statement, after LockOutboundMove. Up to claim of them are leased as
+// they go in, as ClaimDeliveries would (each the oldest pending of its user), which spares
+// rewriting them; those come back.
 func (q *Queries) MoveNewEvents(ctx context.Context, arg MoveNewEventsParams) ([]MoveNewEventsRow, error) {
 	rows, err := q.db.QueryContext(ctx, moveNewEvents, arg.Max, arg.Claim, arg.LeaseUntil)
 	if err != nil {

@@ -10,12 +10,12 @@ select pg_advisory_xact_lock(7046163512);
 
 -- name: MoveNewEvents :many
 -- Moves up to max recorded events, oldest first, into outbound_deliveries, due now, for
--- Postgres: in one statement, skipping the rows another instance is moving. Up to claim of
--- them are leased as they go in, as ClaimDeliveries would (each the oldest pending of its
--- user), which spares rewriting them; those come back.
+-- Postgres: in one statement, after LockOutboundMove. Up to claim of them are leased as
+-- they go in, as ClaimDeliveries would (each the oldest pending of its user), which spares
+-- rewriting them; those come back.
 with moved as (
     delete from outbound_new_events where id in (
-        select n.id from outbound_new_events n order by n.id limit sqlc.arg(max) for update skip locked
+        select n.id from outbound_new_events n order by n.id limit sqlc.arg(max)
     )
     returning id, message_id, user_id, event_type, payload, created_at, give_up_at
 ),
