@@ -171,17 +171,42 @@ func BenchmarkIngestGrowth(b *testing.B) {
 //
 //	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable go test -run '^$' -bench OutboundWebhooks -benchtime 16x ./internal/billing
 func BenchmarkOutboundWebhooks(b *testing.B) {
-	compareOutbound(b, newSubscriptionEvents(b))
+	compareOutbound(b, newSubscriptionEvents(b), delivered)
 }
 
 // BenchmarkOutboundWebhooksCheckouts is BenchmarkOutboundWebhooks on the stream a web
 // provider sends for new customers: every checkout's events in the order they are sent,
 // each checkout a new user (newCheckoutEvents). Most of them change no answer.
 func BenchmarkOutboundWebhooksCheckouts(b *testing.B) {
-	compareOutbound(b, newCheckoutEvents(b))
+	compareOutbound(b, newCheckoutEvents(b), delivered)
 }
 
-func compareOutbound(b *testing.B, nextEvent func(string) (string, []byte)) {
+// BenchmarkOutboundWebhooksParts splits BenchmarkOutboundWebhooks's cost by part, on its
+// stream, each part against the feature off: detecting changes alone (for a hook, with no
+// outbox), then recording them too (with no deliverer running, as on an instance that
+// leaves delivery to another), and a control with the feature off on both sides, which
+// shows the method's own bias and spread (docs/performance.md).
+func BenchmarkOutboundWebhooksParts(b *testing.B) {
+	for _, part := range []outboundPart{control, detected, recorded} {
+		b.Run(part.String(), func(b *testing.B) { compareOutbound(b, newSubscriptionEvents(b), part) })
+	}
+}
+
+// outboundPart is how much of the feature the on side of compareOutbound runs.
+type outboundPart int
+
+const (
+	control   outboundPart = iota // none: the feature off on both sides
+	detected                      // changes detected and told to a hook; no outbox
+	recorded                      // changes recorded in the outbox; no deliverer runs
+	delivered                     // changes recorded, and delivered by a deliverer in the process
+)
+
+func (p outboundPart) String() string {
+	return [...]string{"control", "detected", "recorded", "delivered"}[p]
+}
+
+func compareOutbound(b *testing.B, nextEvent func(string) (string, []byte), part outboundPart) {
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusNoContent)
@@ -191,15 +216,28 @@ func compareOutbound(b *testing.B, nextEvent func(string) (string, []byte)) {
 		open := map[string]func(testing.TB) *db.DB{"postgres": dbtest.Postgres, "sqlite": dbtest.SQLite}[engine]
 		b.Run(engine, func(b *testing.B) {
 			off := newHarness(b, open(b))
-			on := newHarness(b, open(b), withOutbound)
-			del := outbound.New(on.db, outbound.Options{URL: receiver.URL, Key: []byte("bench-key-bench-key-bench-key"), Clock: on.clock})
-			on.svc.OnBillingChange(func(context.Context, string) { del.Wake() })
+			var on *harness
+			if part >= recorded {
+				on = newHarness(b, open(b), withOutbound)
+			} else {
+				on = newHarness(b, open(b))
+			}
+			var changes atomic.Int64
+			run := func(context.Context) {}
+			switch part {
+			case detected:
+				on.svc.OnBillingChange(func(context.Context, string) { changes.Add(1) })
+			case delivered:
+				del := outbound.New(on.db, outbound.Options{URL: receiver.URL, Key: []byte("bench-key-bench-key-bench-key"), Clock: on.clock})
+				on.svc.OnBillingChange(func(context.Context, string) { del.Wake() })
+				run = del.Run
+			}
 			var offRate, onRate sample
 			sendOff := func() sample { return sendFor(b, off.handler, off.clock, nextEvent) }
 			sendOn := func() sample {
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan struct{})
-				go func() { defer close(done); del.Run(ctx) }()
+				go func() { defer close(done); run(ctx) }()
 				defer func() { cancel(); <-done }()
 				return sendFor(b, on.handler, on.clock, nextEvent)
 			}
@@ -209,17 +247,24 @@ func compareOutbound(b *testing.B, nextEvent func(string) (string, []byte)) {
 			sendOff()
 			sendOn()
 			warm, _ := outboxCounts(b, on.db)
+			changes.Store(0)
 			alternate(b.N, func() { offRate.add(sendOff()) }, func() { onRate.add(sendOn()) })
-			recorded, delivered := outboxCounts(b, on.db)
-			if recorded -= warm; recorded == 0 {
-				b.Fatal("no event recorded")
-			}
-			delivered -= warm
 			b.ReportMetric(offRate.perSecond(), "off-events/s")
 			b.ReportMetric(onRate.perSecond(), "on-events/s")
 			b.ReportMetric(onRate.perSecond()/offRate.perSecond(), "on/off")
-			b.ReportMetric(float64(recorded)/float64(onRate.events), "changes/event")
-			b.ReportMetric(float64(delivered)/float64(recorded), "delivered/recorded")
+			switch part {
+			case detected:
+				b.ReportMetric(float64(changes.Load())/float64(onRate.events), "changes/event")
+			case recorded, delivered:
+				count, sent := outboxCounts(b, on.db)
+				if count -= warm; count == 0 {
+					b.Fatal("no event recorded")
+				}
+				b.ReportMetric(float64(count)/float64(onRate.events), "changes/event")
+				if part == delivered {
+					b.ReportMetric(float64(sent-warm)/float64(count), "delivered/recorded")
+				}
+			}
 		})
 	}
 }
