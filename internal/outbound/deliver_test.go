@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -342,4 +345,49 @@ func TestBackoffGrowsToAnHourWithJitter(t *testing.T) {
 			t.Errorf("attempt %d: only %d distinct waits in 50", attempt, len(spread))
 		}
 	}
+}
+
+// The claim runs at every Pace while deliveries are pending, on SQLite holding its one
+// connection: it must find them through their partial index, not by reading the table in
+// id order, every delivered row of its history included (SQLite chose that to spare a sort,
+// and the claim slowed as the history grew).
+func TestClaimingOnSQLiteReadsOnlyPendingDeliveries(t *testing.T) {
+	claim := generatedQuery(t, "../db/dbq/outbound.sql.go", "claimDeliveries")
+	// With the deliverer's limit: SQLite plans for the values bound.
+	now := time.Now()
+	rows, err := dbtest.SQLite(t).Query("explain query plan "+claim, now.Add(time.Minute), now, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(plan, "SEARCH d USING INDEX outbound_deliveries_due (next_attempt_at<?)") {
+		t.Errorf("the claim does not read pending deliveries through their index:\n%s", strings.Join(plan, "\n"))
+	}
+}
+
+// generatedQuery is the text of the query constant name in the sqlc-generated file at
+// path: the statement as it is sent, placeholders and all, which the plan depends on.
+func generatedQuery(t *testing.T, path, name string) string {
+	t.Helper()
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := regexp.MustCompile("(?s)\nconst " + name + " = `(.*?)`").FindSubmatch(file)
+	if query == nil {
+		t.Fatalf("no query %s in %s", name, path)
+	}
+	return string(query[1])
 }

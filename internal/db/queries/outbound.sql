@@ -58,13 +58,16 @@ delete from outbound_new_events where id <= sqlc.arg(last);
 -- name: ClaimDeliveries :many
 -- Leases up to max due deliveries, at most one per user: the oldest pending of its user, so
 -- one user's events go out in order. On SQLite, the single writer makes the update the claim.
+-- The + keeps SQLite from reading the table in id order to spare the sort, which it chose
+-- for a limit as large as the deliverer's, reading every delivered row at each claim: the
+-- pending ones come from their partial index instead, and are sorted, a few hundred at most.
 update outbound_deliveries set lease_until = sqlc.arg(lease_until), attempts = attempts + 1
 where id in (
     select d.id from outbound_deliveries d
     where d.status = 'pending' and d.next_attempt_at <= sqlc.arg(now)
       and (d.lease_until is null or d.lease_until <= sqlc.arg(now))
       and not exists (select 1 from outbound_deliveries e where e.user_id = d.user_id and e.status = 'pending' and e.id < d.id)
-    order by d.id
+    order by +d.id
     limit sqlc.arg(max)
 )
 returning id, message_id, user_id, payload, attempts, created_at, give_up_at;
