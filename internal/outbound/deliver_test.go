@@ -372,7 +372,10 @@ func TestClaimingOnSQLiteReadsOnlyPendingDeliveries(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(plan, "SEARCH d USING INDEX outbound_deliveries_due (next_attempt_at<?)") {
+	reads := func(how string) bool {
+		return slices.ContainsFunc(plan, func(step string) bool { return strings.HasPrefix(step, how) })
+	}
+	if reads("SCAN d") || !reads("SEARCH d USING INDEX outbound_deliveries_due") {
 		t.Errorf("the claim does not read pending deliveries through their index:\n%s", strings.Join(plan, "\n"))
 	}
 }
