@@ -171,14 +171,22 @@ func BenchmarkIngestGrowth(b *testing.B) {
 //
 //	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable go test -run '^$' -bench OutboundWebhooks -benchtime 16x ./internal/billing
 func BenchmarkOutboundWebhooks(b *testing.B) {
-	compareOutbound(b, newSubscriptionEvents(b), delivered)
+	compareOutbound(b, ProviderWeb, newSubscriptionEvents(b), delivered)
 }
 
 // BenchmarkOutboundWebhooksCheckouts is BenchmarkOutboundWebhooks on the stream a web
 // provider sends for new customers: every checkout's events in the order they are sent,
 // each checkout a new user (newCheckoutEvents). Most of them change no answer.
 func BenchmarkOutboundWebhooksCheckouts(b *testing.B) {
-	compareOutbound(b, newCheckoutEvents(b), delivered)
+	compareOutbound(b, ProviderWeb, newCheckoutEvents(b), delivered)
+}
+
+// BenchmarkOutboundWebhooksRenewals is BenchmarkOutboundWebhooks on the stream a mobile
+// provider sends for new subscribers and their renewals (newRenewalEvents), where changes
+// are far more common than in a web stream: every other event would change an answer, and
+// about two in five do (the rest arrive after a later event of their subscriber).
+func BenchmarkOutboundWebhooksRenewals(b *testing.B) {
+	compareOutbound(b, ProviderMobile, newRenewalEvents(b), delivered)
 }
 
 // BenchmarkOutboundWebhooksParts splits BenchmarkOutboundWebhooks's cost by part, on its
@@ -188,7 +196,7 @@ func BenchmarkOutboundWebhooksCheckouts(b *testing.B) {
 // shows the method's own bias and spread (docs/performance.md).
 func BenchmarkOutboundWebhooksParts(b *testing.B) {
 	for _, part := range []outboundPart{control, detected, recorded} {
-		b.Run(part.String(), func(b *testing.B) { compareOutbound(b, newSubscriptionEvents(b), part) })
+		b.Run(part.String(), func(b *testing.B) { compareOutbound(b, ProviderWeb, newSubscriptionEvents(b), part) })
 	}
 }
 
@@ -206,7 +214,7 @@ func (p outboundPart) String() string {
 	return [...]string{"control", "detected", "recorded", "delivered"}[p]
 }
 
-func compareOutbound(b *testing.B, nextEvent func(string) (string, []byte), part outboundPart) {
+func compareOutbound(b *testing.B, provider string, nextEvent func(string) (string, []byte), part outboundPart) {
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusNoContent)
@@ -233,13 +241,13 @@ func compareOutbound(b *testing.B, nextEvent func(string) (string, []byte), part
 				run = del.Run
 			}
 			var offRate, onRate sample
-			sendOff := func() sample { return sendFor(b, off.handler, off.clock, nextEvent) }
+			sendOff := func() sample { return sendProviderFor(b, provider, off.handler, off.clock, nextEvent) }
 			sendOn := func() sample {
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan struct{})
 				go func() { defer close(done); run(ctx) }()
 				defer func() { cancel(); <-done }()
-				return sendFor(b, on.handler, on.clock, nextEvent)
+				return sendProviderFor(b, provider, on.handler, on.clock, nextEvent)
 			}
 			// Not counted: each side's first slice warms its connections, whose
 			// statements Postgres plans anew on each for the first few runs, which
@@ -316,6 +324,50 @@ func newCheckoutEvents(b *testing.B) func(run string) (id string, body []byte) {
 	}
 }
 
+// renewalEventTypes are the events a mobile provider sends for a new subscriber and the
+// subscription's first two renewals (Adapty: each purchase or renewal, then the access
+// level it updated). Each purchase or renewal changes the subscriber's answer; the access
+// level update after it repeats it, and changes nothing.
+var renewalEventTypes = []string{
+	"subscription_started", "access_level_updated",
+	"subscription_renewed", "access_level_updated",
+	"subscription_renewed", "access_level_updated",
+}
+
+// newRenewalEvents makes the mobile events of subscribers, one after another, each a new
+// user (renewalEventTypes), from the renewal fixture: each event a minute after the one
+// before, each renewal a month more of the subscription. It gives no id: tollgate derives
+// a mobile event's.
+func newRenewalEvents(b *testing.B) func(run string) (id string, body []byte) {
+	template := strings.NewReplacer(
+		`"subscription_renewed"`, `"{type}"`,
+		"2026-11-03T06:41:17.902000+0000", "{at}",
+		"2026-12-03T06:40:59.000000+0000", "{expires}",
+		"6b0e2d74-9c31-4a8f-b5e2-1f7d3a9c4e68", "{profile}",
+		"0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f6a", "{user}",
+		"GPA.3372-8841-2290-55716..1", "{transaction}",
+		"GPA.3372-8841-2290-55716", "{original}",
+	).Replace(string(fixture(b, "mobile/subscription_renewed.json")))
+	const mobileTime = "2006-01-02T15:04:05.000000-0700"
+	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	var seq atomic.Int64
+	return func(run string) (string, []byte) {
+		n := seq.Add(1) - 1
+		subscriber, nth := n/int64(len(renewalEventTypes)), int(n%int64(len(renewalEventTypes)))
+		original := fmt.Sprintf("GPA.bench-%s-%d", run, subscriber)
+		body := strings.NewReplacer(
+			"{type}", renewalEventTypes[nth],
+			"{at}", start.Add(time.Duration(nth)*time.Minute).Format(mobileTime),
+			"{expires}", start.AddDate(0, 1+nth/2, 0).Format(mobileTime),
+			"{profile}", fmt.Sprintf("00000000-0000-4000-9000-%012d", subscriber),
+			"{user}", fmt.Sprintf("00000000-0000-4000-8000-%012d", subscriber),
+			"{transaction}", fmt.Sprintf("%s..%d", original, nth/2),
+			"{original}", original,
+		).Replace(template)
+		return "", []byte(body)
+	}
+}
+
 // slice is how long one side of a side-by-side benchmark sends before the other's turn.
 const slice = 500 * time.Millisecond
 
@@ -359,6 +411,12 @@ func (s sample) p99() time.Duration {
 // sendFor posts new signed events to handler over loopback HTTP, senders at once, for a
 // slice, and says how many were answered, in what time, and how long each took.
 func sendFor(b *testing.B, handler http.Handler, clock func() time.Time, nextEvent func(string) (string, []byte)) sample {
+	return sendProviderFor(b, ProviderWeb, handler, clock, nextEvent)
+}
+
+// sendProviderFor is sendFor to provider's endpoint, each event authenticated as that
+// provider does.
+func sendProviderFor(b *testing.B, provider string, handler http.Handler, clock func() time.Time, nextEvent func(string) (string, []byte)) sample {
 	srv := httptest.NewServer(handler)
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders}}
@@ -373,8 +431,12 @@ func sendFor(b *testing.B, handler http.Handler, clock func() time.Time, nextEve
 			defer func() { mu.Lock(); all = append(all, mine...); mu.Unlock() }()
 			for time.Since(start) < slice {
 				_, body := nextEvent(b.Name())
-				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/billing/webhooks/web", bytes.NewReader(body))
-				req.Header.Set("Web-Signature", SignWebHeader(testWebSecret, clock(), body))
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/billing/webhooks/"+provider, bytes.NewReader(body))
+				if provider == ProviderMobile {
+					req.Header.Set("Authorization", testMobileSecret)
+				} else {
+					req.Header.Set("Web-Signature", SignWebHeader(testWebSecret, clock(), body))
+				}
 				sent := time.Now()
 				resp, err := client.Do(req)
 				if err != nil {
