@@ -291,3 +291,68 @@ func TestASubscriptionThatMovesChangesBothUsers(t *testing.T) {
 		}
 	})
 }
+
+// TestAWriteThatChangesNothingIsNotMade follows one mobile subscription through events that
+// change its canonical row, one field at a time, and events that repeat it: each change is
+// written (updated_at moves to its time), each repeat is not (updated_at stays), whether
+// changes are watched (a hook, the outbox) or not, on both engines.
+func TestAWriteThatChangesNothingIsNotMade(t *testing.T) {
+	const other = "11111111-2222-4333-8444-555555555555"
+	start := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
+	periodEnd := func(month time.Month) time.Time { return time.Date(2026, month, 1, 12, 0, 1, 0, time.UTC) }
+	steps := []struct {
+		what, eventType, user string
+		expires               time.Time
+		written               bool
+		status                string
+	}{
+		{"a purchase", "subscription_started", fixtureUser, periodEnd(11), true, StatusActive},
+		{"its access level, as it is", "access_level_updated", fixtureUser, periodEnd(11), false, StatusActive},
+		{"a renewal: the period end moves", "subscription_renewed", fixtureUser, periodEnd(12), true, StatusActive},
+		{"a cancellation: the status moves", "subscription_cancelled", fixtureUser, periodEnd(12), true, StatusCancelled},
+		{"the cancellation again, later", "subscription_cancelled", fixtureUser, periodEnd(12), false, StatusCancelled},
+		{"a renewal by another user: the customer moves", "subscription_renewed", other, periodEnd(12), true, StatusActive},
+		{"their access level, as it is", "access_level_updated", other, periodEnd(12), false, StatusActive},
+	}
+	watchers := map[string]func(t *testing.T, d *db.DB) *harness{
+		"unwatched": func(t *testing.T, d *db.DB) *harness { return newHarness(t, d) },
+		"a hook": func(t *testing.T, d *db.DB) *harness {
+			h := newHarness(t, d)
+			h.svc.OnBillingChange(func(context.Context, string) {})
+			return h
+		},
+		"the outbox": func(t *testing.T, d *db.DB) *harness { return newHarness(t, d, withOutbound) },
+	}
+	started := fixture(t, "mobile/subscription_started.json")
+	for name, newWatched := range watchers {
+		t.Run(name, func(t *testing.T) {
+			dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+				h := newWatched(t, d)
+				var lastWrite time.Time
+				for i, step := range steps {
+					at := start.Add(time.Duration(i) * time.Minute)
+					h.setNow(at)
+					h.mustSend(ProviderMobile, edit(t, started, func(m map[string]any) {
+						m["event_type"], m["customer_user_id"] = step.eventType, step.user
+						m["event_datetime"] = at.Format("2006-01-02T15:04:05.000000-0700")
+						m["event_properties"].(map[string]any)["subscription_expires_at"] = step.expires.Format("2006-01-02T15:04:05.000000-0700")
+					}))
+					if step.written {
+						lastWrite = at
+					}
+					var user, status string
+					var end, updated time.Time
+					err := d.QueryRow(`select c.user_id, s.status, s.current_period_end, s.updated_at
+						from subscriptions s join billing_customers c on c.id = s.billing_customer_id`).Scan(&user, &status, &end, &updated)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if user != step.user || status != step.status || !end.Equal(step.expires) || !updated.Equal(lastWrite) {
+						t.Fatalf("after %s: %s %s until %s, updated %s; want %s %s until %s, updated %s", step.what,
+							user, status, end, updated, step.user, step.status, step.expires, lastWrite)
+					}
+				}
+			})
+		})
+	}
+}
