@@ -191,9 +191,8 @@ func BenchmarkOutboundWebhooksRenewals(b *testing.B) {
 // BenchmarkOutboundWebhooksParts splits the cost of BenchmarkOutboundWebhooks (worst) and
 // BenchmarkOutboundWebhooksRenewals (renewals) by part, on their streams, each part against
 // the feature off: detecting changes alone (for a hook, with no outbox), then recording
-// them too (with no deliverer running, as on an instance that leaves delivery to another),
-// and a control with the feature off on both sides, which shows the method's own bias and
-// spread (docs/performance.md).
+// them too (with no deliverer running), and a control with the feature off on both sides,
+// which shows the method's own bias and spread (docs/performance.md).
 func BenchmarkOutboundWebhooksParts(b *testing.B) {
 	streams := []struct {
 		name, provider string
