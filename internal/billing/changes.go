@@ -3,6 +3,7 @@ package billing
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"math"
@@ -68,8 +69,25 @@ func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string,
 	if err != nil || !wrote {
 		return err
 	}
-	var before, after []dbq.ListUserSubscriptionsRow
-	var old *priorRow
+	before, after, old := rowsAround(rows, userID, arg, plans)
+	if err := s.compareAnswers(ctx, q, userID, before, after, plans, usage, now); err != nil {
+		return err
+	}
+	if old == nil || old.userID == userID {
+		return nil
+	}
+	// The row moved from another user (a customer linked anew): theirs may change too.
+	theirs, err := q.ListUserSubscriptions(ctx, old.userID)
+	if err != nil {
+		return err
+	}
+	return s.compareAnswers(ctx, q, old.userID, byRecency(slices.Clone(theirs), old.ListUserSubscriptionsRow), theirs, plans, nil, now)
+}
+
+// rowsAround gives userID's canonical rows before the write of arg, from rows as
+// upsertReadingBefore gives them, and after it, and the written row's former self (nil
+// if it is new), whoever's it was.
+func rowsAround(rows []priorRow, userID string, arg dbq.UpsertSubscriptionParams, plans planCatalogue) (before, after []dbq.ListUserSubscriptionsRow, old *priorRow) {
 	for _, r := range rows {
 		if r.ProviderSubscriptionID == arg.ProviderSubscriptionID {
 			old = &r
@@ -89,19 +107,105 @@ func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string,
 	if old != nil {
 		written.ID = old.ID
 	}
-	after = byRecency(after, written)
-	if err := s.compareAnswers(ctx, q, userID, before, after, plans, usage, now); err != nil {
-		return err
+	return before, byRecency(after, written), old
+}
+
+// upsertCustomerAndSubscription writes userID's billing customer, then arg, the canonical
+// row of a subscription whose provider subscription's row lock the caller holds, as that
+// customer's: upsertSubscription, with the customer.
+//
+// On Postgres, while changes are watched, the customer's statement also reads the rows
+// before the write (UpsertCustomerReadingBefore), which the lock keeps as read until then,
+// so that the answers are compared before the write rather than with it: a write that
+// would change nothing is not made, and a change's outbox row is inserted by the write's
+// statement. Watching changes then costs ingestion no statement of its own.
+func (s *Service) upsertCustomerAndSubscription(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams) error {
+	if !s.watchesChanges() || s.db.Engine != db.Postgres {
+		c, err := q.UpsertCustomer(ctx, dbq.UpsertCustomerParams{UserID: userID, Now: arg.Now})
+		if err != nil {
+			return err
+		}
+		arg.BillingCustomerID = c.ID
+		return s.upsertSubscription(ctx, q, userID, arg)
 	}
-	if old == nil || old.userID == userID {
-		return nil
-	}
-	// The row moved from another user (a customer linked anew): theirs may change too.
-	theirs, err := q.ListUserSubscriptions(ctx, old.userID)
+	q.user = userID
+	now := s.now()
+	plans, err := s.planCatalogue(ctx, q)
 	if err != nil {
 		return err
 	}
-	return s.compareAnswers(ctx, q, old.userID, byRecency(slices.Clone(theirs), old.ListUserSubscriptionsRow), theirs, plans, nil, now)
+	read, err := q.UpsertCustomerReadingBefore(ctx, dbq.UpsertCustomerReadingBeforeParams{
+		UserID: userID, MonthEnd: monthEnd(now), CurrentPeriodEnd: arg.CurrentPeriodEnd, Now: arg.Now,
+		ProviderSubscriptionID: arg.ProviderSubscriptionID,
+	})
+	if err != nil {
+		return err
+	}
+	arg.BillingCustomerID = read.ID
+	rows, usage, err := decodeRowsBefore(read, plans)
+	if err != nil {
+		return err
+	}
+	before, after, old := rowsAround(rows, userID, arg, plans)
+	switch {
+	case old != nil && old.userID != userID:
+		// The row moves from another user, whose answer may change too: rare enough for
+		// the general way.
+		return s.upsertSubscription(ctx, q, userID, arg)
+	case old != nil && old.PlanID == arg.PlanID && old.Status == arg.Status && sameTime(old.CurrentPeriodEnd, arg.CurrentPeriodEnd):
+		return nil // the row stands as it would be written (UpsertSubscription's condition)
+	}
+	payload, changed, err := s.changeOf(ctx, q, userID, before, after, plans, usage, now)
+	if err != nil {
+		return err
+	}
+	var n int64
+	if payload == nil {
+		n, err = q.UpsertSubscription(ctx, arg)
+	} else {
+		ev := outbound.NewEvent(userID, EntitlementsChanged, payload, now)
+		n, err = q.UpsertSubscriptionRecordingChange(ctx, dbq.UpsertSubscriptionRecordingChangeParams{
+			MessageID: ev.MessageID, UserID: ev.UserID, EventType: ev.EventType, Payload: ev.Payload, GiveUpAt: ev.GiveUpAt,
+			ProviderSubscriptionID: arg.ProviderSubscriptionID, BillingCustomerID: arg.BillingCustomerID, PlanID: arg.PlanID,
+			Provider: arg.Provider, Status: arg.Status, CurrentPeriodEnd: arg.CurrentPeriodEnd, Now: arg.Now,
+		})
+	}
+	// A period end finer than the database keeps can look like a change here and be none
+	// there: only a written row is one.
+	if err == nil && changed && n > 0 {
+		q.changed = append(q.changed, userID)
+	}
+	return err
+}
+
+// decodeRowsBefore gives the rows and usage counters UpsertCustomerReadingBefore read.
+func decodeRowsBefore(read dbq.UpsertCustomerReadingBeforeRow, plans planCatalogue) ([]priorRow, []dbq.ListUsageInPeriodsRow, error) {
+	var rows []struct {
+		ProviderSubscriptionID, ID, PlanID int64
+		Provider, Status, UserID           string
+		CurrentPeriodEnd                   *time.Time
+		UpdatedAt                          time.Time
+	}
+	if err := json.Unmarshal([]byte(read.Subscriptions), &rows); err != nil {
+		return nil, nil, err
+	}
+	before := make([]priorRow, len(rows))
+	for i, r := range rows {
+		before[i] = priorRow{plans.row(dbq.ListUserSubscriptionsRow{
+			ProviderSubscriptionID: r.ProviderSubscriptionID, Provider: r.Provider, Status: r.Status,
+			CurrentPeriodEnd: nullTime(r.CurrentPeriodEnd), UpdatedAt: r.UpdatedAt, ID: r.ID, PlanID: r.PlanID,
+		}), r.UserID}
+	}
+	usage := []dbq.ListUsageInPeriodsRow{}
+	if err := json.Unmarshal([]byte(read.Usage), &usage); err != nil {
+		return nil, nil, err
+	}
+	return before, usage, nil
+}
+
+// sameTime says whether two nullable times are the same instant, or both null.
+func sameTime(a, b sql.NullTime) bool {
+	return a.Valid == b.Valid && (!a.Valid || a.Time.Equal(b.Time))
 }
 
 // priorRow is a canonical row as it was before a write, and its user.
@@ -177,38 +281,49 @@ func byRecency(rows []dbq.ListUserSubscriptionsRow, row dbq.ListUserSubscription
 // from the answer from rows after. usage holds the counters both may show, or is nil for
 // them to be read.
 func (s *Service) compareAnswers(ctx context.Context, q *txn, userID string, before, after []dbq.ListUserSubscriptionsRow, plans planCatalogue, usage []dbq.ListUsageInPeriodsRow, now time.Time) error {
+	payload, changed, err := s.changeOf(ctx, q, userID, before, after, plans, usage, now)
+	if err != nil || !changed {
+		return err
+	}
+	q.changed = append(q.changed, userID)
+	if payload == nil {
+		return nil
+	}
+	return outbound.Record(ctx, q.Queries, userID, EntitlementsChanged, payload, now)
+}
+
+// changeOf says whether userID's answer at now from rows before differs from the answer
+// from rows after (see compareAnswers) and, if so and changes are announced, gives the
+// entitlements.changed event's body.
+func (s *Service) changeOf(ctx context.Context, q *txn, userID string, before, after []dbq.ListUserSubscriptionsRow, plans planCatalogue, usage []dbq.ListUsageInPeriodsRow, now time.Time) ([]byte, bool, error) {
 	mirrored, err := s.mirrored(ctx, q.Queries, userID)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	previous, current, err := viewsOf(ctx, q.Queries,
 		positionOf(userID, now, s.subscriptionsOf(before, mirrored), plans),
 		positionOf(userID, now, s.subscriptionsOf(after, mirrored), plans), usage)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	previousJSON, err := json.Marshal(previous)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	currentJSON, err := json.Marshal(current)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	if bytes.Equal(previousJSON, currentJSON) {
-		return nil
+		return nil, false, nil
 	}
-	q.changed = append(q.changed, userID)
 	if !s.announce {
-		return nil
+		return nil, true, nil
 	}
 	payload, err := json.Marshal(changeEvent{Type: EntitlementsChanged, Timestamp: now.Format(time.RFC3339), Data: changeData{
 		UserID: userID, Previous: previousJSON, Current: currentJSON, Cause: q.cause,
 	}})
-	if err != nil {
-		return err
-	}
-	return outbound.Record(ctx, q.Queries, userID, EntitlementsChanged, payload, now)
+	return payload, err == nil, err
 }
 
 // viewsOf gives the views of two positions of one user. Unless given, the usage counters

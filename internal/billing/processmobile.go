@@ -165,12 +165,8 @@ func (s *Service) materialiseMobile(ctx context.Context, q *txn, ps providerSubs
 	if err != nil {
 		return "", err
 	}
-	c, err := q.UpsertCustomer(ctx, dbq.UpsertCustomerParams{UserID: state.CustomerUserID, Now: s.now()})
-	if err != nil {
-		return "", err
-	}
-	return outcome, s.upsertSubscription(ctx, q, state.CustomerUserID, dbq.UpsertSubscriptionParams{
-		ProviderSubscriptionID: ps.ID, BillingCustomerID: c.ID, PlanID: plan, Provider: ProviderMobile,
+	return outcome, s.upsertCustomerAndSubscription(ctx, q, state.CustomerUserID, dbq.UpsertSubscriptionParams{
+		ProviderSubscriptionID: ps.ID, PlanID: plan, Provider: ProviderMobile,
 		Status: state.Status, CurrentPeriodEnd: nullTime(state.PeriodEnd), Now: s.now(),
 	})
 }

@@ -27,10 +27,16 @@ const RetryWindow = 72 * time.Hour
 // command that lists or retries deliveries) moves it into outbound_deliveries: what
 // ingestion pays for an event is one narrow insert (migration 00010).
 func Record(ctx context.Context, q *dbq.Queries, userID, eventType string, payload []byte, now time.Time) error {
-	return q.InsertOutboundEvent(ctx, dbq.InsertOutboundEventParams{
+	return q.InsertOutboundEvent(ctx, NewEvent(userID, eventType, payload, now))
+}
+
+// NewEvent is the outbox row Record inserts, for a statement that inserts it along with
+// the change it tells of.
+func NewEvent(userID, eventType string, payload []byte, now time.Time) dbq.InsertOutboundEventParams {
+	return dbq.InsertOutboundEventParams{
 		MessageID: newMessageID(), UserID: userID, EventType: eventType, Payload: string(payload),
 		Now: now, GiveUpAt: now.Add(RetryWindow),
-	})
+	}
 }
 
 // moveBatch bounds one move, so that a backlog (the deliverer was not running) is taken in

@@ -303,6 +303,71 @@ func (q *Queries) UpsertCustomer(ctx context.Context, arg UpsertCustomerParams) 
 	return i, err
 }
 
+const upsertCustomerReadingBefore = `-- name: UpsertCustomerReadingBefore :one
+with customer as (
+    insert into billing_customers (user_id, created_at, updated_at)
+    values ($1, $4, $4)
+    on conflict (user_id) do update set user_id = excluded.user_id
+    returning id
+),
+before as (
+    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, s.plan_id, c.user_id
+    from subscriptions s
+    join billing_customers c on c.id = s.billing_customer_id
+    where c.user_id = $1
+    union all
+    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, s.plan_id, c.user_id
+    from subscriptions s
+    join billing_customers c on c.id = s.billing_customer_id
+    where s.provider_subscription_id = $5 and c.user_id <> $1
+)
+select customer.id,
+    (select coalesce(json_agg(json_build_object('ProviderSubscriptionID', b.provider_subscription_id, 'Provider', b.provider,
+        'Status', b.status, 'CurrentPeriodEnd', b.current_period_end, 'UpdatedAt', b.updated_at, 'ID', b.id,
+        'PlanID', b.plan_id, 'UserID', b.user_id) order by b.updated_at desc, b.id desc), '[]') from before b)::text as subscriptions,
+    (select coalesce(json_agg(json_build_object('Name', u.name, 'PeriodEnd', u.period_end, 'Used', u.used)), '[]')
+     from usage_counters u
+     where u.user_id = $1
+       and (u.period_end = $2
+            or u.period_end = $3
+            or u.period_end in (select b.current_period_end from before b where b.user_id = $1)))::text as usage
+from customer
+`
+
+type UpsertCustomerReadingBeforeParams struct {
+	UserID                 string
+	MonthEnd               time.Time
+	CurrentPeriodEnd       sql.NullTime
+	Now                    time.Time
+	ProviderSubscriptionID int64
+}
+
+type UpsertCustomerReadingBeforeRow struct {
+	ID            int64
+	Subscriptions string
+	Usage         string
+}
+
+// UpsertCustomer for Postgres while changes are watched, which also reads, as JSON, what
+// tells whether the canonical write to follow changes the user's answer: the rows
+// ListSubscriptionsBeforeChange reads, and the usage counters UpsertSubscriptionReadingBefore
+// reads. The caller holds the provider subscription's row lock, which every writer of its
+// canonical row takes first, so that row is read as it stands until the write; the read
+// spares the write a read of its own, and lets a change's outbox row go with the write
+// (UpsertSubscriptionRecordingChange).
+func (q *Queries) UpsertCustomerReadingBefore(ctx context.Context, arg UpsertCustomerReadingBeforeParams) (UpsertCustomerReadingBeforeRow, error) {
+	row := q.db.QueryRowContext(ctx, upsertCustomerReadingBefore,
+		arg.UserID,
+		arg.MonthEnd,
+		arg.CurrentPeriodEnd,
+		arg.Now,
+		arg.ProviderSubscriptionID,
+	)
+	var i UpsertCustomerReadingBeforeRow
+	err := row.Scan(&i.ID, &i.Subscriptions, &i.Usage)
+	return i, err
+}
+
 const upsertSubscription = `-- name: UpsertSubscription :execrows
 insert into subscriptions (provider_subscription_id, billing_customer_id, plan_id, provider, status, current_period_end, created_at, updated_at)
 values ($1, $2, $3, $4, $5, $6, $7, $7)
@@ -464,6 +529,65 @@ func (q *Queries) UpsertSubscriptionReadingBefore(ctx context.Context, arg Upser
 		return nil, err
 	}
 	return items, nil
+}
+
+const upsertSubscriptionRecordingChange = `-- name: UpsertSubscriptionRecordingChange :execrows
+with written as (
+    insert into subscriptions (provider_subscription_id, billing_customer_id, plan_id, provider, status, current_period_end, created_at, updated_at)
+    values ($7, $8, $9, $10, $11, $12, $5, $5)
+    on conflict (provider_subscription_id) do update
+    set billing_customer_id = excluded.billing_customer_id,
+        plan_id = excluded.plan_id,
+        status = excluded.status,
+        current_period_end = excluded.current_period_end,
+        updated_at = excluded.updated_at
+    where subscriptions.billing_customer_id <> excluded.billing_customer_id
+       or subscriptions.plan_id <> excluded.plan_id
+       or subscriptions.status <> excluded.status
+       or subscriptions.current_period_end is distinct from excluded.current_period_end
+    returning 1
+)
+insert into outbound_new_events (message_id, user_id, event_type, payload, created_at, give_up_at)
+select $1, $2, $3, $4, $5, $6
+from written
+`
+
+type UpsertSubscriptionRecordingChangeParams struct {
+	MessageID              string
+	UserID                 string
+	EventType              string
+	Payload                string
+	Now                    time.Time
+	GiveUpAt               time.Time
+	ProviderSubscriptionID int64
+	BillingCustomerID      int64
+	PlanID                 int64
+	Provider               string
+	Status                 string
+	CurrentPeriodEnd       sql.NullTime
+}
+
+// UpsertSubscription and InsertOutboundEvent in one statement, for Postgres: the event is
+// recorded only if the row is written, and the rows affected say whether it was.
+func (q *Queries) UpsertSubscriptionRecordingChange(ctx context.Context, arg UpsertSubscriptionRecordingChangeParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, upsertSubscriptionRecordingChange,
+		arg.MessageID,
+		arg.UserID,
+		arg.EventType,
+		arg.Payload,
+		arg.Now,
+		arg.GiveUpAt,
+		arg.ProviderSubscriptionID,
+		arg.BillingCustomerID,
+		arg.PlanID,
+		arg.Provider,
+		arg.Status,
+		arg.CurrentPeriodEnd,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const userAnswer = `-- name: UserAnswer :many

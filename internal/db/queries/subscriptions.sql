@@ -127,6 +127,65 @@ from usage
 left join before b on true
 order by b.updated_at desc, b.id desc;
 
+-- name: UpsertCustomerReadingBefore :one
+-- UpsertCustomer for Postgres while changes are watched, which also reads, as JSON, what
+-- tells whether the canonical write to follow changes the user's answer: the rows
+-- ListSubscriptionsBeforeChange reads, and the usage counters UpsertSubscriptionReadingBefore
+-- reads. The caller holds the provider subscription's row lock, which every writer of its
+-- canonical row takes first, so that row is read as it stands until the write; the read
+-- spares the write a read of its own, and lets a change's outbox row go with the write
+-- (UpsertSubscriptionRecordingChange).
+with customer as (
+    insert into billing_customers (user_id, created_at, updated_at)
+    values (sqlc.arg(user_id), sqlc.arg(now), sqlc.arg(now))
+    on conflict (user_id) do update set user_id = excluded.user_id
+    returning id
+),
+before as (
+    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, s.plan_id, c.user_id
+    from subscriptions s
+    join billing_customers c on c.id = s.billing_customer_id
+    where c.user_id = sqlc.arg(user_id)
+    union all
+    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, s.plan_id, c.user_id
+    from subscriptions s
+    join billing_customers c on c.id = s.billing_customer_id
+    where s.provider_subscription_id = sqlc.arg(provider_subscription_id) and c.user_id <> sqlc.arg(user_id)
+)
+select customer.id,
+    (select coalesce(json_agg(json_build_object('ProviderSubscriptionID', b.provider_subscription_id, 'Provider', b.provider,
+        'Status', b.status, 'CurrentPeriodEnd', b.current_period_end, 'UpdatedAt', b.updated_at, 'ID', b.id,
+        'PlanID', b.plan_id, 'UserID', b.user_id) order by b.updated_at desc, b.id desc), '[]') from before b)::text as subscriptions,
+    (select coalesce(json_agg(json_build_object('Name', u.name, 'PeriodEnd', u.period_end, 'Used', u.used)), '[]')
+     from usage_counters u
+     where u.user_id = sqlc.arg(user_id)
+       and (u.period_end = sqlc.arg(month_end)
+            or u.period_end = sqlc.narg(current_period_end)
+            or u.period_end in (select b.current_period_end from before b where b.user_id = sqlc.arg(user_id))))::text as usage
+from customer;
+
+-- name: UpsertSubscriptionRecordingChange :execrows
+-- UpsertSubscription and InsertOutboundEvent in one statement, for Postgres: the event is
+-- recorded only if the row is written, and the rows affected say whether it was.
+with written as (
+    insert into subscriptions (provider_subscription_id, billing_customer_id, plan_id, provider, status, current_period_end, created_at, updated_at)
+    values (sqlc.arg(provider_subscription_id), sqlc.arg(billing_customer_id), sqlc.arg(plan_id), sqlc.arg(provider), sqlc.arg(status), sqlc.narg(current_period_end), sqlc.arg(now), sqlc.arg(now))
+    on conflict (provider_subscription_id) do update
+    set billing_customer_id = excluded.billing_customer_id,
+        plan_id = excluded.plan_id,
+        status = excluded.status,
+        current_period_end = excluded.current_period_end,
+        updated_at = excluded.updated_at
+    where subscriptions.billing_customer_id <> excluded.billing_customer_id
+       or subscriptions.plan_id <> excluded.plan_id
+       or subscriptions.status <> excluded.status
+       or subscriptions.current_period_end is distinct from excluded.current_period_end
+    returning 1
+)
+insert into outbound_new_events (message_id, user_id, event_type, payload, created_at, give_up_at)
+select sqlc.arg(message_id), sqlc.arg(user_id), sqlc.arg(event_type), sqlc.arg(payload), sqlc.arg(now), sqlc.arg(give_up_at)
+from written;
+
 -- name: UserAnswer :many
 -- Everything a user's billing answer is read from, in one read: their subscriptions (kind
 -- 'subscription', newest first), their usage counters of every period a position can count
