@@ -203,41 +203,49 @@ func TestEveryChangeOfABillingAnswerIsRecordedOnce(t *testing.T) {
 
 // TestARolledBackChangeRecordsNoEvent: a database error after the change and its event
 // were written (the last write of the transaction) rolls back both; the provider's retry
-// then records it once.
+// then records it once. Both providers: on Postgres a mobile change and its event are
+// written by one statement, a web change's by two.
 func TestARolledBackChangeRecordsNoEvent(t *testing.T) {
-	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d, withOutbound)
-		failing := map[db.Engine][]string{
-			db.Postgres: {
-				`create function fail_processing() returns trigger language plpgsql as $$ begin raise exception 'injected failure'; end $$`,
-				`create trigger fail_processing after insert on outbound_new_events for each row execute function fail_processing()`,
-			},
-			db.SQLite: {`create trigger fail_processing after insert on outbound_new_events begin select raise(abort, 'injected failure'); end`},
-		}
-		for _, stmt := range failing[d.Engine] {
-			if _, err := d.Exec(stmt); err != nil {
-				t.Fatal(err)
-			}
-		}
-		updated := fixture(t, "web/customer.subscription.updated.json")
-		if rec := h.sendWeb(updated); rec.Code < 500 {
-			t.Fatalf("a delivery whose transaction failed: %d %s, want 5xx so the provider retries", rec.Code, rec.Body)
-		}
-		var subs int
-		if err := d.QueryRow("select count(*) from subscriptions").Scan(&subs); err != nil {
-			t.Fatal(err)
-		}
-		if got := len(h.outbox()); got != 0 || subs != 0 {
-			t.Fatalf("after the rollback: %d events, %d subscriptions; want none", got, subs)
-		}
-		if _, err := d.Exec("drop trigger fail_processing" + map[db.Engine]string{db.Postgres: " on outbound_new_events"}[d.Engine]); err != nil {
-			t.Fatal(err)
-		}
-		h.mustSend(ProviderWeb, updated)
-		if got := h.outbox(); len(got) != 1 || got[0].Body.Data.Current.Plan.Key != "pro" {
-			t.Fatalf("after the retry: %v, want one change to pro", got)
-		}
-	})
+	for _, provider := range []string{ProviderWeb, ProviderMobile} {
+		t.Run(provider, func(t *testing.T) {
+			dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+				h := newHarness(t, d, withOutbound)
+				failing := map[db.Engine][]string{
+					db.Postgres: {
+						`create function fail_processing() returns trigger language plpgsql as $$ begin raise exception 'injected failure'; end $$`,
+						`create trigger fail_processing after insert on outbound_new_events for each row execute function fail_processing()`,
+					},
+					db.SQLite: {`create trigger fail_processing after insert on outbound_new_events begin select raise(abort, 'injected failure'); end`},
+				}
+				for _, stmt := range failing[d.Engine] {
+					if _, err := d.Exec(stmt); err != nil {
+						t.Fatal(err)
+					}
+				}
+				body, send := fixture(t, "web/customer.subscription.updated.json"), h.sendWeb
+				if provider == ProviderMobile {
+					body, send = fixture(t, "mobile/subscription_started.json"), h.sendMobile
+				}
+				if rec := send(body); rec.Code < 500 {
+					t.Fatalf("a delivery whose transaction failed: %d %s, want 5xx so the provider retries", rec.Code, rec.Body)
+				}
+				var subs int
+				if err := d.QueryRow("select count(*) from subscriptions").Scan(&subs); err != nil {
+					t.Fatal(err)
+				}
+				if got := len(h.outbox()); got != 0 || subs != 0 {
+					t.Fatalf("after the rollback: %d events, %d subscriptions; want none", got, subs)
+				}
+				if _, err := d.Exec("drop trigger fail_processing" + map[db.Engine]string{db.Postgres: " on outbound_new_events"}[d.Engine]); err != nil {
+					t.Fatal(err)
+				}
+				h.mustSend(provider, body)
+				if got := h.outbox(); len(got) != 1 || !got[0].Body.Data.Current.Subscribed || got[0].Body.Data.Cause.Provider != provider {
+					t.Fatalf("after the retry: %v, want one change to subscribed, caused by %s", got, provider)
+				}
+			})
+		})
+	}
 }
 
 // TestNoOutboxWithoutOutboundWebhooks: with OUTBOUND_WEBHOOK_URL unset nothing is recorded,
