@@ -52,8 +52,9 @@ func (s *Service) watchesChanges() bool { return s.announce || len(s.onChange) >
 //
 // The rows are read once, before the write; the rows after it are those with the written
 // one in its new form, placed by recency (it was written now). With the plan catalogue
-// from memory, on Postgres a change costs ingestion one round trip of its own, the outbox
-// row: the read, and the usage counters both sides show, ride with the write.
+// from memory, on Postgres the read, and the usage counters both sides show, ride with the
+// customer's upsert just before (upsertCustomer) or else with the write, and a change's
+// outbox row with the write or else in a round trip of its own.
 func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams) error {
 	q.user = userID
 	if !s.watchesChanges() {
@@ -64,6 +65,9 @@ func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string,
 	plans, err := s.planCatalogue(ctx, q)
 	if err != nil {
 		return err
+	}
+	if read := q.takeRowsBefore(userID, arg.ProviderSubscriptionID); read != nil {
+		return s.upsertKnowingBefore(ctx, q, userID, arg, *read, plans, now)
 	}
 	rows, usage, wrote, err := s.upsertReadingBefore(ctx, q, userID, arg, plans, now)
 	if err != nil || !wrote {
@@ -110,38 +114,51 @@ func rowsAround(rows []priorRow, userID string, arg dbq.UpsertSubscriptionParams
 	return before, byRecency(after, written), old
 }
 
-// upsertCustomerAndSubscription writes userID's billing customer, then arg, the canonical
-// row of a subscription whose provider subscription's row lock the caller holds, as that
-// customer's: upsertSubscription, with the customer.
+// upsertCustomer writes userID's billing customer just before the canonical write of
+// providerSubscriptionID (0: none follows), to end at periodEnd, whose provider
+// subscription's row lock the caller holds.
 //
 // On Postgres, while changes are watched, the customer's statement also reads the rows
-// before the write (UpsertCustomerReadingBefore), which the lock keeps as read until then,
-// so that the answers are compared before the write rather than with it: a write that
-// would change nothing is not made, and a change's outbox row is inserted by the write's
-// statement. Watching changes then costs ingestion no statement of its own.
-func (s *Service) upsertCustomerAndSubscription(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams) error {
-	if !s.watchesChanges() || s.db.Engine != db.Postgres {
-		c, err := q.UpsertCustomer(ctx, dbq.UpsertCustomerParams{UserID: userID, Now: arg.Now})
-		if err != nil {
-			return err
-		}
-		arg.BillingCustomerID = c.ID
-		return s.upsertSubscription(ctx, q, userID, arg)
-	}
-	q.user = userID
-	now := s.now()
-	plans, err := s.planCatalogue(ctx, q)
-	if err != nil {
-		return err
+// before that write (UpsertCustomerReadingBefore), which the lock keeps as read until then.
+// upsertSubscription then compares the answers before the write rather than with it: a
+// write that would change nothing is not made, and a change's outbox row is inserted by the
+// write's statement. Watching changes so costs ingestion no statement of its own.
+func (s *Service) upsertCustomer(ctx context.Context, q *txn, userID string, providerSubscriptionID int64, periodEnd sql.NullTime) (dbq.UpsertCustomerRow, error) {
+	if providerSubscriptionID == 0 || !s.watchesChanges() || s.db.Engine != db.Postgres {
+		return q.UpsertCustomer(ctx, dbq.UpsertCustomerParams{UserID: userID, Now: s.now()})
 	}
 	read, err := q.UpsertCustomerReadingBefore(ctx, dbq.UpsertCustomerReadingBeforeParams{
-		UserID: userID, MonthEnd: monthEnd(now), CurrentPeriodEnd: arg.CurrentPeriodEnd, Now: arg.Now,
-		ProviderSubscriptionID: arg.ProviderSubscriptionID,
+		UserID: userID, MonthEnd: monthEnd(s.now()), CurrentPeriodEnd: periodEnd, Now: s.now(),
+		ProviderSubscriptionID: providerSubscriptionID,
 	})
 	if err != nil {
-		return err
+		return dbq.UpsertCustomerRow{}, err
 	}
-	arg.BillingCustomerID = read.ID
+	q.rowsBefore = &rowsBefore{userID: userID, providerSubscriptionID: providerSubscriptionID, read: read}
+	return dbq.UpsertCustomerRow{ID: read.ID, WebCustomerID: read.WebCustomerID}, nil
+}
+
+// rowsBefore is what upsertCustomer read for the canonical write to follow, and for whom.
+type rowsBefore struct {
+	userID                 string
+	providerSubscriptionID int64
+	read                   dbq.UpsertCustomerReadingBeforeRow
+}
+
+// takeRowsBefore gives, once, what upsertCustomer read for userID's write of
+// providerSubscriptionID, or nil.
+func (q *txn) takeRowsBefore(userID string, providerSubscriptionID int64) *dbq.UpsertCustomerReadingBeforeRow {
+	b := q.rowsBefore
+	q.rowsBefore = nil
+	if b == nil || b.userID != userID || b.providerSubscriptionID != providerSubscriptionID {
+		return nil
+	}
+	return &b.read
+}
+
+// upsertKnowingBefore is upsertSubscription with the rows before the write already read
+// (upsertCustomer).
+func (s *Service) upsertKnowingBefore(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams, read dbq.UpsertCustomerReadingBeforeRow, plans planCatalogue, now time.Time) error {
 	rows, usage, err := decodeRowsBefore(read, plans)
 	if err != nil {
 		return err

@@ -203,8 +203,8 @@ func TestEveryChangeOfABillingAnswerIsRecordedOnce(t *testing.T) {
 
 // TestARolledBackChangeRecordsNoEvent: a database error after the change and its event
 // were written (the last write of the transaction) rolls back both; the provider's retry
-// then records it once. Both providers: on Postgres a mobile change and its event are
-// written by one statement, a web change's by two.
+// then records it once. Both providers, each a new customer's subscription: on Postgres
+// the change and its event are written by one statement.
 func TestARolledBackChangeRecordsNoEvent(t *testing.T) {
 	for _, provider := range []string{ProviderWeb, ProviderMobile} {
 		t.Run(provider, func(t *testing.T) {

@@ -165,8 +165,13 @@ func (s *Service) materialiseMobile(ctx context.Context, q *txn, ps providerSubs
 	if err != nil {
 		return "", err
 	}
-	return outcome, s.upsertCustomerAndSubscription(ctx, q, state.CustomerUserID, dbq.UpsertSubscriptionParams{
-		ProviderSubscriptionID: ps.ID, PlanID: plan, Provider: ProviderMobile,
-		Status: state.Status, CurrentPeriodEnd: nullTime(state.PeriodEnd), Now: s.now(),
+	periodEnd := nullTime(state.PeriodEnd)
+	c, err := s.upsertCustomer(ctx, q, state.CustomerUserID, ps.ID, periodEnd)
+	if err != nil {
+		return "", err
+	}
+	return outcome, s.upsertSubscription(ctx, q, state.CustomerUserID, dbq.UpsertSubscriptionParams{
+		ProviderSubscriptionID: ps.ID, BillingCustomerID: c.ID, PlanID: plan, Provider: ProviderMobile,
+		Status: state.Status, CurrentPeriodEnd: periodEnd, Now: s.now(),
 	})
 }

@@ -163,7 +163,7 @@ func (s *Service) applyWebInvoice(ctx context.Context, q *txn, ev webEvent) (str
 	if !ps.LastEventID.Valid && !ps.PaidThrough.Valid {
 		// The first word of this subscription: the invoice must resolve on its own, since
 		// no snapshot vouches for it yet.
-		if _, err := s.resolveWebCustomer(ctx, q, string(inv.Customer), inv.userID()); err != nil {
+		if _, err := s.resolveWebCustomer(ctx, q, string(inv.Customer), inv.userID(), 0, sql.NullTime{}); err != nil {
 			return "", err
 		}
 		if _, err := s.resolvePlan(ctx, q, ProviderWeb, inv.priceIDs()); err != nil {
@@ -210,7 +210,7 @@ func (s *Service) materialiseWeb(ctx context.Context, q *txn, ps providerSubscri
 	if err != nil {
 		return "", err
 	}
-	customer, err := s.resolveWebCustomer(ctx, q, string(sub.Customer), sub.userID())
+	customer, err := s.resolveWebCustomer(ctx, q, string(sub.Customer), sub.userID(), ps.ID, nullTime(periodEnd))
 	if err != nil {
 		return "", err
 	}
@@ -275,7 +275,9 @@ type billingCustomer struct {
 
 // resolveWebCustomer finds the billing customer of a web customer id: its link, else the
 // identity user id the subscription carries in its metadata, which is then linked.
-func (s *Service) resolveWebCustomer(ctx context.Context, q *txn, webCustomerID, userID string) (billingCustomer, error) {
+// providerSubscriptionID and periodEnd are the canonical write that follows, if one does
+// (else 0), for upsertCustomer.
+func (s *Service) resolveWebCustomer(ctx context.Context, q *txn, webCustomerID, userID string, providerSubscriptionID int64, periodEnd sql.NullTime) (billingCustomer, error) {
 	if webCustomerID != "" {
 		c, err := q.GetCustomerByWebID(ctx, nullString(webCustomerID))
 		if err == nil {
@@ -288,7 +290,7 @@ func (s *Service) resolveWebCustomer(ctx context.Context, q *txn, webCustomerID,
 	if !isUUID(userID) {
 		return billingCustomer{}, unresolved("unresolved web customer", "customer_id", webCustomerID)
 	}
-	c, err := q.UpsertCustomer(ctx, dbq.UpsertCustomerParams{UserID: userID, Now: s.now()})
+	c, err := s.upsertCustomer(ctx, q, userID, providerSubscriptionID, periodEnd)
 	if err != nil {
 		return billingCustomer{}, err
 	}

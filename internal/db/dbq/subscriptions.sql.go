@@ -308,7 +308,7 @@ with customer as (
     insert into billing_customers (user_id, created_at, updated_at)
     values ($1, $4, $4)
     on conflict (user_id) do update set user_id = excluded.user_id
-    returning id
+    returning id, web_customer_id
 ),
 before as (
     select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, s.plan_id, c.user_id
@@ -321,7 +321,7 @@ before as (
     join billing_customers c on c.id = s.billing_customer_id
     where s.provider_subscription_id = $5 and c.user_id <> $1
 )
-select customer.id,
+select customer.id, customer.web_customer_id,
     (select coalesce(json_agg(json_build_object('ProviderSubscriptionID', b.provider_subscription_id, 'Provider', b.provider,
         'Status', b.status, 'CurrentPeriodEnd', b.current_period_end, 'UpdatedAt', b.updated_at, 'ID', b.id,
         'PlanID', b.plan_id, 'UserID', b.user_id) order by b.updated_at desc, b.id desc), '[]') from before b)::text as subscriptions,
@@ -344,17 +344,18 @@ type UpsertCustomerReadingBeforeParams struct {
 
 type UpsertCustomerReadingBeforeRow struct {
 	ID            int64
+	WebCustomerID sql.NullString
 	Subscriptions string
 	Usage         string
 }
 
-// UpsertCustomer for Postgres while changes are watched, which also reads, as JSON, what
-// tells whether the canonical write to follow changes the user's answer: the rows
-// ListSubscriptionsBeforeChange reads, and the usage counters UpsertSubscriptionReadingBefore
-// reads. The caller holds the provider subscription's row lock, which every writer of its
-// canonical row takes first, so that row is read as it stands until the write; the read
-// spares the write a read of its own, and lets a change's outbox row go with the write
-// (UpsertSubscriptionRecordingChange).
+// UpsertCustomer for Postgres while changes are watched, just before a canonical write,
+// which also reads, as JSON, what tells whether that write changes the user's answer: the
+// rows ListSubscriptionsBeforeChange reads, and the usage counters
+// UpsertSubscriptionReadingBefore reads. The caller holds the provider subscription's row
+// lock, which every writer of its canonical row takes first, so that row is read as it
+// stands until the write; the read spares the write a read of its own, and lets a change's
+// outbox row go with the write (UpsertSubscriptionRecordingChange).
 func (q *Queries) UpsertCustomerReadingBefore(ctx context.Context, arg UpsertCustomerReadingBeforeParams) (UpsertCustomerReadingBeforeRow, error) {
 	row := q.db.QueryRowContext(ctx, upsertCustomerReadingBefore,
 		arg.UserID,
@@ -364,7 +365,12 @@ func (q *Queries) UpsertCustomerReadingBefore(ctx context.Context, arg UpsertCus
 		arg.ProviderSubscriptionID,
 	)
 	var i UpsertCustomerReadingBeforeRow
-	err := row.Scan(&i.ID, &i.Subscriptions, &i.Usage)
+	err := row.Scan(
+		&i.ID,
+		&i.WebCustomerID,
+		&i.Subscriptions,
+		&i.Usage,
+	)
 	return i, err
 }
 

@@ -128,18 +128,18 @@ left join before b on true
 order by b.updated_at desc, b.id desc;
 
 -- name: UpsertCustomerReadingBefore :one
--- UpsertCustomer for Postgres while changes are watched, which also reads, as JSON, what
--- tells whether the canonical write to follow changes the user's answer: the rows
--- ListSubscriptionsBeforeChange reads, and the usage counters UpsertSubscriptionReadingBefore
--- reads. The caller holds the provider subscription's row lock, which every writer of its
--- canonical row takes first, so that row is read as it stands until the write; the read
--- spares the write a read of its own, and lets a change's outbox row go with the write
--- (UpsertSubscriptionRecordingChange).
+-- UpsertCustomer for Postgres while changes are watched, just before a canonical write,
+-- which also reads, as JSON, what tells whether that write changes the user's answer: the
+-- rows ListSubscriptionsBeforeChange reads, and the usage counters
+-- UpsertSubscriptionReadingBefore reads. The caller holds the provider subscription's row
+-- lock, which every writer of its canonical row takes first, so that row is read as it
+-- stands until the write; the read spares the write a read of its own, and lets a change's
+-- outbox row go with the write (UpsertSubscriptionRecordingChange).
 with customer as (
     insert into billing_customers (user_id, created_at, updated_at)
     values (sqlc.arg(user_id), sqlc.arg(now), sqlc.arg(now))
     on conflict (user_id) do update set user_id = excluded.user_id
-    returning id
+    returning id, web_customer_id
 ),
 before as (
     select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, s.plan_id, c.user_id
@@ -152,7 +152,7 @@ before as (
     join billing_customers c on c.id = s.billing_customer_id
     where s.provider_subscription_id = sqlc.arg(provider_subscription_id) and c.user_id <> sqlc.arg(user_id)
 )
-select customer.id,
+select customer.id, customer.web_customer_id,
     (select coalesce(json_agg(json_build_object('ProviderSubscriptionID', b.provider_subscription_id, 'Provider', b.provider,
         'Status', b.status, 'CurrentPeriodEnd', b.current_period_end, 'UpdatedAt', b.updated_at, 'ID', b.id,
         'PlanID', b.plan_id, 'UserID', b.user_id) order by b.updated_at desc, b.id desc), '[]') from before b)::text as subscriptions,
