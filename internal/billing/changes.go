@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"math"
 	"slices"
 	"time"
@@ -50,11 +49,14 @@ func (s *Service) watchesChanges() bool { return s.announce || len(s.onChange) >
 // outbox, and its user told to the hooks once the transaction commits. A write that leaves
 // every answer as it was, such as a replay, is no change.
 //
-// The rows are read once, before the write; the rows after it are those with the written
-// one in its new form, placed by recency (it was written now). With the plan catalogue
-// from memory, on Postgres the read, and the usage counters both sides show, ride with the
-// customer's upsert just before (upsertCustomer) or else with the write, and a change's
-// outbox row with the write or else in a round trip of its own.
+// The rows are read once, before the write, and the answers compared before it: the rows
+// after it are those with the written one in its new form, placed by recency (it was
+// written now). The caller holds the provider subscription's row lock, which every writer
+// of its canonical row takes first, so that row stays as read until the write. So a write
+// that would change nothing is not made, and on Postgres a change's outbox row is inserted
+// by the write's statement. The read rides with the customer's upsert just before, when
+// there is one (upsertCustomer); with the plan catalogue from memory, watching changes then
+// costs ingestion no statement of its own.
 func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams) error {
 	q.user = userID
 	if !s.watchesChanges() {
@@ -66,16 +68,26 @@ func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string,
 	if err != nil {
 		return err
 	}
-	if read := q.takeRowsBefore(userID, arg.ProviderSubscriptionID); read != nil {
-		return s.upsertKnowingBefore(ctx, q, userID, arg, *read, plans, now)
-	}
-	rows, usage, wrote, err := s.upsertReadingBefore(ctx, q, userID, arg, plans, now)
-	if err != nil || !wrote {
+	rows, usage, err := s.rowsBefore(ctx, q, userID, arg.ProviderSubscriptionID, plans)
+	if err != nil {
 		return err
 	}
 	before, after, old := rowsAround(rows, userID, arg, plans)
-	if err := s.compareAnswers(ctx, q, userID, before, after, plans, usage, now); err != nil {
+	if old != nil && old.userID == userID && old.PlanID == arg.PlanID && old.Status == arg.Status && sameTime(old.CurrentPeriodEnd, arg.CurrentPeriodEnd) {
+		return nil // the row stands as it would be written (UpsertSubscription's condition)
+	}
+	payload, changed, err := s.changeOf(ctx, q, userID, before, after, plans, usage, now)
+	if err != nil {
 		return err
+	}
+	wrote, err := s.writeRecording(ctx, q, userID, arg, payload, now)
+	// A period end finer than the database keeps can look like a change here and be none
+	// there: only a written row is one.
+	if err != nil || !wrote {
+		return err
+	}
+	if changed {
+		q.changed = append(q.changed, userID)
 	}
 	if old == nil || old.userID == userID {
 		return nil
@@ -88,9 +100,32 @@ func (s *Service) upsertSubscription(ctx context.Context, q *txn, userID string,
 	return s.compareAnswers(ctx, q, old.userID, byRecency(slices.Clone(theirs), old.ListUserSubscriptionsRow), theirs, plans, nil, now)
 }
 
+// writeRecording writes arg and, if it is written and payload is not nil, records
+// payload in the outbox: on Postgres in one statement, where each costs a round trip.
+func (s *Service) writeRecording(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams, payload []byte, now time.Time) (bool, error) {
+	if payload == nil {
+		n, err := q.UpsertSubscription(ctx, arg)
+		return n > 0, err
+	}
+	ev := outbound.NewEvent(userID, EntitlementsChanged, payload, now)
+	if s.db.Engine == db.Postgres {
+		n, err := q.UpsertSubscriptionRecordingChange(ctx, dbq.UpsertSubscriptionRecordingChangeParams{
+			MessageID: ev.MessageID, UserID: ev.UserID, EventType: ev.EventType, Payload: ev.Payload, GiveUpAt: ev.GiveUpAt,
+			ProviderSubscriptionID: arg.ProviderSubscriptionID, BillingCustomerID: arg.BillingCustomerID, PlanID: arg.PlanID,
+			Provider: arg.Provider, Status: arg.Status, CurrentPeriodEnd: arg.CurrentPeriodEnd, Now: arg.Now,
+		})
+		return n > 0, err
+	}
+	n, err := q.UpsertSubscription(ctx, arg)
+	if err != nil || n == 0 {
+		return false, err
+	}
+	return true, q.InsertOutboundEvent(ctx, ev)
+}
+
 // rowsAround gives userID's canonical rows before the write of arg, from rows as
-// upsertReadingBefore gives them, and after it, and the written row's former self (nil
-// if it is new), whoever's it was.
+// rowsBefore gives them, and after it, and the written row's former self (nil if it is
+// new), whoever's it was.
 func rowsAround(rows []priorRow, userID string, arg dbq.UpsertSubscriptionParams, plans planCatalogue) (before, after []dbq.ListUserSubscriptionsRow, old *priorRow) {
 	for _, r := range rows {
 		if r.ProviderSubscriptionID == arg.ProviderSubscriptionID {
@@ -116,13 +151,9 @@ func rowsAround(rows []priorRow, userID string, arg dbq.UpsertSubscriptionParams
 
 // upsertCustomer writes userID's billing customer just before the canonical write of
 // providerSubscriptionID (0: none follows), to end at periodEnd, whose provider
-// subscription's row lock the caller holds.
-//
-// On Postgres, while changes are watched, the customer's statement also reads the rows
-// before that write (UpsertCustomerReadingBefore), which the lock keeps as read until then.
-// upsertSubscription then compares the answers before the write rather than with it: a
-// write that would change nothing is not made, and a change's outbox row is inserted by the
-// write's statement. Watching changes so costs ingestion no statement of its own.
+// subscription's row lock the caller holds. On Postgres, while changes are watched, its
+// statement also reads the rows before that write (UpsertCustomerReadingBefore), for
+// upsertSubscription: a read that costs no round trip of its own.
 func (s *Service) upsertCustomer(ctx context.Context, q *txn, userID string, providerSubscriptionID int64, periodEnd sql.NullTime) (dbq.UpsertCustomerRow, error) {
 	if providerSubscriptionID == 0 || !s.watchesChanges() || s.db.Engine != db.Postgres {
 		return q.UpsertCustomer(ctx, dbq.UpsertCustomerParams{UserID: userID, Now: s.now()})
@@ -134,12 +165,12 @@ func (s *Service) upsertCustomer(ctx context.Context, q *txn, userID string, pro
 	if err != nil {
 		return dbq.UpsertCustomerRow{}, err
 	}
-	q.rowsBefore = &rowsBefore{userID: userID, providerSubscriptionID: providerSubscriptionID, read: read}
+	q.customerRead = &customerRead{userID: userID, providerSubscriptionID: providerSubscriptionID, read: read}
 	return dbq.UpsertCustomerRow{ID: read.ID, WebCustomerID: read.WebCustomerID}, nil
 }
 
-// rowsBefore is what upsertCustomer read for the canonical write to follow, and for whom.
-type rowsBefore struct {
+// customerRead is what upsertCustomer read for the canonical write to follow, and for whom.
+type customerRead struct {
 	userID                 string
 	providerSubscriptionID int64
 	read                   dbq.UpsertCustomerReadingBeforeRow
@@ -148,51 +179,34 @@ type rowsBefore struct {
 // takeRowsBefore gives, once, what upsertCustomer read for userID's write of
 // providerSubscriptionID, or nil.
 func (q *txn) takeRowsBefore(userID string, providerSubscriptionID int64) *dbq.UpsertCustomerReadingBeforeRow {
-	b := q.rowsBefore
-	q.rowsBefore = nil
+	b := q.customerRead
+	q.customerRead = nil
 	if b == nil || b.userID != userID || b.providerSubscriptionID != providerSubscriptionID {
 		return nil
 	}
 	return &b.read
 }
 
-// upsertKnowingBefore is upsertSubscription with the rows before the write already read
-// (upsertCustomer).
-func (s *Service) upsertKnowingBefore(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams, read dbq.UpsertCustomerReadingBeforeRow, plans planCatalogue, now time.Time) error {
-	rows, usage, err := decodeRowsBefore(read, plans)
+// rowsBefore gives the rows of userID, and the row of providerSubscriptionID whoever's it
+// is, with their users, as they are before its write, newest first, and the usage counters
+// both sides of the change may show, or nil for them to be read when needed. On Postgres
+// they usually come with the customer's upsert (upsertCustomer); else they are read.
+func (s *Service) rowsBefore(ctx context.Context, q *txn, userID string, providerSubscriptionID int64, plans planCatalogue) ([]priorRow, []dbq.ListUsageInPeriodsRow, error) {
+	if read := q.takeRowsBefore(userID, providerSubscriptionID); read != nil {
+		return decodeRowsBefore(*read, plans)
+	}
+	rows, err := q.ListSubscriptionsBeforeChange(ctx, dbq.ListSubscriptionsBeforeChangeParams{UserID: userID, ProviderSubscriptionID: providerSubscriptionID})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	before, after, old := rowsAround(rows, userID, arg, plans)
-	switch {
-	case old != nil && old.userID != userID:
-		// The row moves from another user, whose answer may change too: rare enough for
-		// the general way.
-		return s.upsertSubscription(ctx, q, userID, arg)
-	case old != nil && old.PlanID == arg.PlanID && old.Status == arg.Status && sameTime(old.CurrentPeriodEnd, arg.CurrentPeriodEnd):
-		return nil // the row stands as it would be written (UpsertSubscription's condition)
+	before := make([]priorRow, len(rows))
+	for i, r := range rows {
+		before[i] = priorRow{plans.row(dbq.ListUserSubscriptionsRow{
+			ProviderSubscriptionID: r.ProviderSubscriptionID, Provider: r.Provider, Status: r.Status,
+			CurrentPeriodEnd: r.CurrentPeriodEnd, UpdatedAt: r.UpdatedAt, ID: r.ID, PlanID: r.PlanID,
+		}), r.UserID}
 	}
-	payload, changed, err := s.changeOf(ctx, q, userID, before, after, plans, usage, now)
-	if err != nil {
-		return err
-	}
-	var n int64
-	if payload == nil {
-		n, err = q.UpsertSubscription(ctx, arg)
-	} else {
-		ev := outbound.NewEvent(userID, EntitlementsChanged, payload, now)
-		n, err = q.UpsertSubscriptionRecordingChange(ctx, dbq.UpsertSubscriptionRecordingChangeParams{
-			MessageID: ev.MessageID, UserID: ev.UserID, EventType: ev.EventType, Payload: ev.Payload, GiveUpAt: ev.GiveUpAt,
-			ProviderSubscriptionID: arg.ProviderSubscriptionID, BillingCustomerID: arg.BillingCustomerID, PlanID: arg.PlanID,
-			Provider: arg.Provider, Status: arg.Status, CurrentPeriodEnd: arg.CurrentPeriodEnd, Now: arg.Now,
-		})
-	}
-	// A period end finer than the database keeps can look like a change here and be none
-	// there: only a written row is one.
-	if err == nil && changed && n > 0 {
-		q.changed = append(q.changed, userID)
-	}
-	return err
+	return before, nil, nil
 }
 
 // decodeRowsBefore gives the rows and usage counters UpsertCustomerReadingBefore read.
@@ -229,57 +243,6 @@ func sameTime(a, b sql.NullTime) bool {
 type priorRow struct {
 	dbq.ListUserSubscriptionsRow
 	userID string
-}
-
-// upsertReadingBefore writes a canonical row and gives the rows of its user, and its own
-// former row, as they were before, and whether the row changed. On Postgres, where each
-// statement costs a round trip, it is one statement, which also reads the user's usage
-// counters for both sides of the change (see the query); on SQLite, where none does, they
-// are two, and the counters are left to be read when needed (nil). The rows' plans come
-// from the catalogue.
-func (s *Service) upsertReadingBefore(ctx context.Context, q *txn, userID string, arg dbq.UpsertSubscriptionParams, plans planCatalogue, now time.Time) ([]priorRow, []dbq.ListUsageInPeriodsRow, bool, error) {
-	var before []priorRow
-	if s.db.Engine != db.Postgres {
-		rows, err := q.ListSubscriptionsBeforeChange(ctx, dbq.ListSubscriptionsBeforeChangeParams{UserID: userID, ProviderSubscriptionID: arg.ProviderSubscriptionID})
-		if err != nil {
-			return nil, nil, false, err
-		}
-		for _, r := range rows {
-			before = append(before, priorRow{plans.row(dbq.ListUserSubscriptionsRow{
-				ProviderSubscriptionID: r.ProviderSubscriptionID, Provider: r.Provider, Status: r.Status,
-				CurrentPeriodEnd: r.CurrentPeriodEnd, UpdatedAt: r.UpdatedAt, ID: r.ID, PlanID: r.PlanID,
-			}), r.UserID})
-		}
-		n, err := q.UpsertSubscription(ctx, arg)
-		return before, nil, n > 0, err
-	}
-	rows, err := q.UpsertSubscriptionReadingBefore(ctx, dbq.UpsertSubscriptionReadingBeforeParams{
-		UserID: userID, ProviderSubscriptionID: arg.ProviderSubscriptionID, BillingCustomerID: arg.BillingCustomerID,
-		PlanID: arg.PlanID, Provider: arg.Provider, Status: arg.Status, CurrentPeriodEnd: arg.CurrentPeriodEnd, Now: arg.Now,
-		MonthEnd: monthEnd(now),
-	})
-	if err != nil {
-		return nil, nil, false, err
-	}
-	if len(rows) == 0 {
-		return nil, nil, false, errors.New("the subscription upsert read no row")
-	}
-	written := true // no subscription row: the subscription is new
-	for _, r := range rows {
-		if !r.ID.Valid {
-			continue
-		}
-		before = append(before, priorRow{plans.row(dbq.ListUserSubscriptionsRow{
-			ProviderSubscriptionID: r.ProviderSubscriptionID.Int64, Provider: r.Provider.String, Status: r.Status.String,
-			CurrentPeriodEnd: r.CurrentPeriodEnd, UpdatedAt: r.UpdatedAt.Time, ID: r.ID.Int64, PlanID: r.PlanID.Int64,
-		}), r.UserID.String})
-		written = r.Written > 0
-	}
-	usage := []dbq.ListUsageInPeriodsRow{}
-	if err := json.Unmarshal([]byte(rows[0].Usage), &usage); err != nil {
-		return nil, nil, false, err
-	}
-	return before, usage, written, nil
 }
 
 // byRecency inserts row into rows where the query's order (newest first, then the

@@ -37,7 +37,7 @@ type txn struct {
 	user    string // the user the event resolved to, if it did
 	// plansVersion is the plan catalogue's version, as the transaction's lock read it.
 	plansVersion int64
-	rowsBefore   *rowsBefore
+	customerRead *customerRead // see upsertCustomer
 }
 
 // LockProviderSubscription locks the row (see the query) and notes the plan catalogue's

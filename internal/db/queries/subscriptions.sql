@@ -77,61 +77,12 @@ join billing_customers c on c.id = s.billing_customer_id
 where s.provider_subscription_id = sqlc.arg(provider_subscription_id) and c.user_id <> sqlc.arg(user_id)
 order by updated_at desc, id desc;
 
--- name: UpsertSubscriptionReadingBefore :many
--- UpsertSubscription, ListSubscriptionsBeforeChange and ListUsageInPeriods in one
--- statement, for Postgres, to save the reads their round trips: every part of a statement
--- sees the snapshot taken before it, so the rows read are those from before the write.
--- Always one row or more: with no subscription row (the user's first), one row of nulls.
--- written is the rows the write changed; when no subscription row comes back the
--- subscription is new, and so was written (its provider subscription's row lock keeps
--- anyone else from writing it meanwhile). usage is the user's counters of every period a
--- position before or after the write can count in: a subscription's period end, or
--- month_end when none governs. Plans come from the catalogue in memory.
-with written as (
-    insert into subscriptions (provider_subscription_id, billing_customer_id, plan_id, provider, status, current_period_end, created_at, updated_at)
-    values (sqlc.arg(provider_subscription_id), sqlc.arg(billing_customer_id), sqlc.arg(plan_id), sqlc.arg(provider), sqlc.arg(status), sqlc.narg(current_period_end), sqlc.arg(now), sqlc.arg(now))
-    on conflict (provider_subscription_id) do update
-    set billing_customer_id = excluded.billing_customer_id,
-        plan_id = excluded.plan_id,
-        status = excluded.status,
-        current_period_end = excluded.current_period_end,
-        updated_at = excluded.updated_at
-    where subscriptions.billing_customer_id <> excluded.billing_customer_id
-       or subscriptions.plan_id <> excluded.plan_id
-       or subscriptions.status <> excluded.status
-       or subscriptions.current_period_end is distinct from excluded.current_period_end
-    returning 1
-),
-before as (
-    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, s.plan_id, c.user_id
-    from subscriptions s
-    join billing_customers c on c.id = s.billing_customer_id
-    where c.user_id = sqlc.arg(user_id)
-    union all
-    select s.provider_subscription_id, s.provider, s.status, s.current_period_end, s.updated_at, s.id, s.plan_id, c.user_id
-    from subscriptions s
-    join billing_customers c on c.id = s.billing_customer_id
-    where s.provider_subscription_id = sqlc.arg(provider_subscription_id) and c.user_id <> sqlc.arg(user_id)
-),
-usage as (
-    select coalesce(json_agg(json_build_object('Name', u.name, 'PeriodEnd', u.period_end, 'Used', u.used)), '[]') as usage
-    from usage_counters u
-    where u.user_id = sqlc.arg(user_id)
-      and (u.period_end = sqlc.arg(month_end)
-           or u.period_end = sqlc.narg(current_period_end)
-           or u.period_end in (select b.current_period_end from before b where b.user_id = sqlc.arg(user_id)))
-)
-select b.provider_subscription_id, b.provider, b.status, b.current_period_end, b.updated_at, b.id, b.plan_id, b.user_id,
-    (select count(*) from written) as written, usage.usage::text as usage
-from usage
-left join before b on true
-order by b.updated_at desc, b.id desc;
-
 -- name: UpsertCustomerReadingBefore :one
 -- UpsertCustomer for Postgres while changes are watched, just before a canonical write,
 -- which also reads, as JSON, what tells whether that write changes the user's answer: the
--- rows ListSubscriptionsBeforeChange reads, and the usage counters
--- UpsertSubscriptionReadingBefore reads. The caller holds the provider subscription's row
+-- rows ListSubscriptionsBeforeChange reads, and the user's usage counters of every period a
+-- position before or after the write can count in: a subscription's period end, or
+-- month_end when none governs. The caller holds the provider subscription's row
 -- lock, which every writer of its canonical row takes first, so that row is read as it
 -- stands until the write; the read spares the write a read of its own, and lets a change's
 -- outbox row go with the write (UpsertSubscriptionRecordingChange).
