@@ -364,3 +364,45 @@ func TestAWriteThatChangesNothingIsNotMade(t *testing.T) {
 		})
 	}
 }
+
+// TestARowThatDriftedFromItsProviderStateIsAChange: an event that leaves the provider's
+// state as it was, a duplicate here, still writes the canonical row that state gives. When
+// the row had drifted from it (here set by hand), that write is a change: it is recorded,
+// from the drifted answer to the restored one, and the hooks are told, on both engines.
+func TestARowThatDriftedFromItsProviderStateIsAChange(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d, withOutbound)
+		var told []string
+		h.svc.OnBillingChange(func(_ context.Context, user string) { told = append(told, user) })
+		started := fixture(t, "mobile/subscription_started.json")
+		h.mustSend(ProviderMobile, started)
+		h.mustSend(ProviderMobile, started) // a duplicate: no change
+		if got := len(h.outbox()); got != 1 {
+			t.Fatalf("%d events after a purchase and its duplicate, want 1", got)
+		}
+		if _, err := d.Exec(`update subscriptions set status = 'expired'`); err != nil {
+			t.Fatal(err)
+		}
+		told = nil
+
+		h.mustSend(ProviderMobile, started) // the duplicate again: the row goes back
+		got := h.outbox()
+		if len(got) != 2 {
+			t.Fatalf("%d events, want 2: the purchase, then the drifted row restored", len(got))
+		}
+		change := got[1].Body.Data
+		if change.Previous.Subscribed || change.Previous.Status == nil || *change.Previous.Status != StatusExpired {
+			t.Errorf("previous side %s, want the drifted answer: expired, not subscribed", asJSON(t, change.Previous))
+		}
+		now, err := h.svc.View(context.Background(), fixtureUser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !now.Subscribed || asJSON(t, change.Current) != asJSON(t, now) {
+			t.Errorf("current side %s, /me says %s", asJSON(t, change.Current), asJSON(t, now))
+		}
+		if len(told) != 1 || told[0] != fixtureUser {
+			t.Errorf("hooks told %v, want the user once", told)
+		}
+	})
+}
