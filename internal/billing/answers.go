@@ -14,12 +14,12 @@ import (
 // memory, so that /api/v1/me, the service API and the framework's reads do not go to the
 // database each time. An answer is dropped:
 //   - when this instance writes what it is made of (webhooks, replays, backfills, usage);
-//   - on Postgres, when any instance or command does: triggers notify tollgate_billing, and
-//     ListenForChanges forgets what they name (within milliseconds of the commit);
+//   - when any instance or command does: triggers notify tollgate_billing, and
+//     ListenForChanges forgets what they name (on Postgres within milliseconds of the
+//     commit; on SQLite within db.PollInterval, 200 ms);
 //   - when it could change with time alone: at the next period end among the user's
 //     subscriptions or the end of the usage period, whichever comes first;
-//   - after maxAge in any case, the bound on what a missed notification can cost (on
-//     SQLite, the bound on another process's writes, such as a CLI replay).
+//   - after maxAge in any case, the bound on what a missed notification can cost.
 type answerCache struct {
 	maxAge time.Duration
 	mu     sync.Mutex
@@ -182,8 +182,8 @@ func (a cachedAnswer) clone() cachedAnswer {
 	return a
 }
 
-// ListenForChanges forgets cached answers as Postgres notifies changes made anywhere, until
-// ctx ends. Run it beside the server; on SQLite it returns at once.
+// ListenForChanges forgets cached answers as the database notifies changes made anywhere,
+// until ctx ends. Run it beside the server.
 func (s *Service) ListenForChanges(ctx context.Context) {
 	if s.answers == nil {
 		return

@@ -9,12 +9,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Listen passes each notification on a Postgres channel to fn until ctx ends, on a
-// connection of its own. Whenever it has (re)connected, fn gets "" first: notifications
-// sent while no connection listened are lost, and a cache fed by them must start afresh.
-// It returns at once on SQLite, which has no notifications.
+// Listen passes each notification on a channel to fn until ctx ends. Whenever it has
+// (re)started, fn gets "" first: notifications sent while nobody listened are lost, and a
+// cache fed by them must start afresh.
+//
+// On Postgres it listens on a connection of its own (NOTIFY). On SQLite, which has no
+// notifications, triggers append them to the notifications table and Listen reads the
+// rows past the last it read every PollInterval.
 func (d *DB) Listen(ctx context.Context, channel string, log *slog.Logger, fn func(payload string)) {
-	if d.Engine != Postgres {
+	if d.Engine == SQLite {
+		d.poll(ctx, channel, log, fn)
 		return
 	}
 	for ctx.Err() == nil {
@@ -52,4 +56,81 @@ func (d *DB) listenOnce(ctx context.Context, channel string, fn func(string)) er
 		}
 		fn(n.Payload)
 	}
+}
+
+// PollInterval is how often Listen reads SQLite's notifications: a write by another
+// process reaches a running server's kept answers within it.
+const PollInterval = 200 * time.Millisecond
+
+// poll is Listen on SQLite. A read is one indexed range scan on one connection of the
+// pool, so idle polling costs little.
+func (d *DB) poll(ctx context.Context, channel string, log *slog.Logger, fn func(string)) {
+	last, started := int64(0), false
+	tick := time.NewTicker(PollInterval)
+	defer tick.Stop()
+	for {
+		if !started {
+			var err error
+			if last, err = d.lastNotification(ctx); err == nil {
+				started = true
+				fn("")
+			}
+		} else if err := d.readNotifications(ctx, channel, &last, fn); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			log.WarnContext(ctx, "reading database notifications failed; trying again", "channel", channel, "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (d *DB) lastNotification(ctx context.Context) (int64, error) {
+	var last int64
+	err := d.QueryRowContext(ctx, "select coalesce(max(seq), 0) from notifications").Scan(&last)
+	return last, err
+}
+
+// readNotifications passes the channel's notifications after *last to fn and moves *last
+// on. When the log no longer holds the row after *last (pruned before it was read), fn
+// gets "" to start afresh.
+func (d *DB) readNotifications(ctx context.Context, channel string, last *int64, fn func(string)) error {
+	rows, err := d.QueryContext(ctx, `select seq, channel, payload from notifications
+		where seq > ? or seq = (select min(seq) from notifications) order by seq limit 1000`, *last)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	type notification struct {
+		seq              int64
+		channel, payload string
+	}
+	var got []notification
+	for rows.Next() {
+		var n notification
+		if err := rows.Scan(&n.seq, &n.channel, &n.payload); err != nil {
+			return err
+		}
+		got = append(got, n)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows.Close()
+	if len(got) > 0 && got[0].seq > *last+1 {
+		fn("") // rows after *last were pruned unread
+	}
+	for _, n := range got {
+		if n.seq > *last {
+			*last = n.seq
+			if n.channel == channel {
+				fn(n.payload)
+			}
+		}
+	}
+	return nil
 }

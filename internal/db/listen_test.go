@@ -2,18 +2,24 @@ package db_test
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
 // TestBillingWritesNotify: what a billing answer is made of notifies tollgate_billing when
 // its transaction commits, with the user, or '*' for a plans sync; nothing for a rollback.
+// On SQLite the notifications go through a polled table, with the same result.
 func TestBillingWritesNotify(t *testing.T) {
-	d := dbtest.Postgres(t)
+	dbtest.Engines(t, testBillingWritesNotify)
+}
+
+func testBillingWritesNotify(t *testing.T, d *db.DB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan string, 16)
@@ -61,6 +67,68 @@ func TestBillingWritesNotify(t *testing.T) {
 	exec(`insert into subscriptions (provider_subscription_id, billing_customer_id, plan_id, provider, status, created_at, updated_at)
 		select ps.id, c.id, p.id, 'web', 'active', $1, $1 from provider_subscriptions ps, billing_customers c, plans p`, now)
 	next(user)
+	exec("update subscriptions set status = 'expired'")
+	next(user)
+	cancel()
+	<-done
+}
+
+// TestSQLiteNotificationsPrunedUnreadStartAfresh: the SQLite log keeps its last rows only;
+// a listener that finds rows pruned before it read them is told to start afresh ("")
+// rather than miss a change, and then reads on from what is left.
+func TestSQLiteNotificationsPrunedUnreadStartAfresh(t *testing.T) {
+	d := dbtest.SQLite(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 4096)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Listen(ctx, "tollgate_billing", slog.New(slog.NewTextHandler(io.Discard, nil)), func(p string) { got <- p })
+	}()
+	if p := <-got; p != "" {
+		t.Fatalf("first notification %q, want \"\" (listening)", p)
+	}
+	// 1300 plans syncs in one transaction: the listener cannot read between them, and the
+	// log prunes all but the last 1024 or so before it can.
+	err := d.InTx(ctx, func(tx *sql.Tx) error {
+		for range 1300 {
+			if _, err := tx.Exec("update plans_version set version = version + 1"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(5 * time.Second)
+	afresh, stars := false, 0
+	for stars < 1024 {
+		select {
+		case p := <-got:
+			switch {
+			case p == "" && stars == 0:
+				afresh = true
+			case p == "*":
+				stars++
+			default:
+				t.Fatalf("notified %q after %d of '*'", p, stars)
+			}
+		case <-deadline:
+			t.Fatalf("%d notifications of 1300 read in 5 s", stars)
+		}
+	}
+	if !afresh {
+		t.Fatal("rows were pruned unread and the listener was not told to start afresh")
+	}
+	var left int
+	if err := d.QueryRow("select count(*) from notifications").Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left >= 1300 || left < 1024 {
+		t.Fatalf("the log holds %d rows after 1300 notifications, want its last 1024 to 1151", left)
+	}
 	cancel()
 	<-done
 }
