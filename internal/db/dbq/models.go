@@ -27,6 +27,19 @@ type BillingCustomer struct {
 	UpdatedAt     time.Time
 }
 
+type DevIdentityKey struct {
+	Kid        string
+	PrivateKey string
+	CreatedAt  time.Time
+}
+
+type DevIdentityUser struct {
+	ID           string
+	Email        string
+	PasswordHash string
+	CreatedAt    time.Time
+}
+
 type Entitlement struct {
 	ID        int64
 	Name      string
