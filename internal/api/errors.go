@@ -62,6 +62,8 @@ func problemFor(err error) *apiProblem {
 		return p(http.StatusForbidden, "forbidden", "Forbidden", "This operation needs a service key (tgk_…); a user's token cannot act for other users.")
 	case errors.Is(err, errNoRoute):
 		return p(http.StatusNotFound, "not-found", "Not Found", "There is no such API endpoint.")
+	case errors.Is(err, ErrNoIdentityService):
+		return p(http.StatusServiceUnavailable, "not-configured", "Service Unavailable", "No identity service is configured on this server (AUTH_URL), so no token can be checked.")
 	case errors.Is(err, ErrNoKeySet):
 		return p(http.StatusServiceUnavailable, "unavailable", "Service Unavailable", "Sign-in keys are not available yet; retry shortly.").retryAfter(5)
 	}

@@ -24,6 +24,10 @@ import (
 // answers 503, not 401, and the client retries.
 var ErrNoKeySet = errors.New("no key set loaded yet")
 
+// ErrNoIdentityService is ErrNoKeySet because none is configured (no AUTH_URL or
+// AUTH_JWKS_URL): waiting will not help, and the answer says so.
+var ErrNoIdentityService = fmt.Errorf("%w: no identity service is configured", ErrNoKeySet)
+
 // KeySetOptions tunes a KeySet; zero values take the defaults.
 type KeySetOptions struct {
 	// RefreshInterval is the longest a key set is kept before it is fetched again; the
@@ -143,6 +147,9 @@ func (ks *KeySet) refreshInterval() time.Duration {
 // Key finds the verification key for a token. An unknown kid triggers one rate-limited
 // refetch, shared by every request that arrives while it runs.
 func (ks *KeySet) Key(ctx context.Context, token *jwt.Token) (any, error) {
+	if ks.url == "" {
+		return nil, ErrNoIdentityService
+	}
 	keys, version := ks.current()
 	if keys == nil {
 		if ks.fetchOnDemand(ctx, triggerFirstUse) != nil {

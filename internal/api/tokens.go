@@ -122,6 +122,8 @@ func (v *Verifier) verifyUncached(ctx context.Context, raw string) (User, time.T
 		return v.keys.Key(ctx, t)
 	})
 	switch {
+	case errors.Is(err, ErrNoIdentityService):
+		return User{}, time.Time{}, ErrNoIdentityService
 	case errors.Is(err, ErrNoKeySet):
 		return User{}, time.Time{}, ErrNoKeySet
 	case err != nil, c.Subject == "":

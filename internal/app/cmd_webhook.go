@@ -16,35 +16,42 @@ import (
 )
 
 func cmdWebhookSend(fs *flag.FlagSet) command {
-	var provider, file, url, header string
+	var provider, file, url, header, user string
 	var now bool
 	fs.StringVar(&provider, "provider", "", "web or mobile (required)")
 	fs.StringVar(&header, "header", "web", "web signature header: web (Web-Signature) or stripe (Stripe-Signature, as Stripe sends it)")
 	fs.StringVar(&file, "file", "", "path of the JSON event to send (required)")
 	fs.StringVar(&url, "url", "", "endpoint to POST to (default: PUBLIC_URL/BILLING_MOUNT/webhooks/PROVIDER)")
+	fs.StringVar(&user, "user", "", "send the event for this user id (e.g. from \"tollgate dev token\") instead of the one in the file")
 	fs.BoolVar(&now, "now", false, "move the event's times so that it happens now (its period starts now), under a new event id")
 	return command{
 		help: "Signs (web) or authorises (mobile) a JSON event with the configured secret and POSTs it,\n" +
 			"as the providers' \"send test event\" buttons do, then says what became of it: applied (with\n" +
 			"the user's plan and status), duplicate, stale, ignored, unresolved or stored with an error.\n" +
 			"Exits non-zero unless the server answers 2xx.",
-		run: func(ctx context.Context, e env) error {
+		required: []string{"provider", "file"},
+		check: func() error {
 			if provider != billing.ProviderWeb && provider != billing.ProviderMobile {
-				return errors.New("--provider: want web or mobile")
+				return fmt.Errorf("--provider: want web or mobile, got %q", provider)
 			}
-			if file == "" {
-				return errors.New("--file is required")
+			if _, ok := signatureHeaders[header]; !ok {
+				return fmt.Errorf("--header: want web or stripe, got %q", header)
 			}
-			signatureHeader, ok := map[string]string{"web": billing.HeaderWebSignature, "stripe": billing.HeaderStripeSignature}[header]
-			if !ok {
-				return errors.New("--header: want web or stripe")
-			}
+			return nil
+		},
+		run: func(ctx context.Context, e env) error {
+			signatureHeader := signatureHeaders[header]
 			body, err := os.ReadFile(file)
 			if err != nil {
 				return err
 			}
 			if shape := billing.ShapeOf(body); shape != "" && shape != provider {
 				return fmt.Errorf("%s holds a %s event (%s), not a %s one: send it with --provider %s", file, shape, providerBrand[shape], provider, shape)
+			}
+			if user != "" {
+				if body, err = billing.ForUser(provider, body, user); err != nil {
+					return fmt.Errorf("--user: %w", err)
+				}
 			}
 			if now {
 				if body, err = billing.MoveToNow(provider, body, time.Now()); err != nil {
@@ -85,6 +92,8 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 		},
 	}
 }
+
+var signatureHeaders = map[string]string{"web": billing.HeaderWebSignature, "stripe": billing.HeaderStripeSignature}
 
 var providerBrand = map[string]string{billing.ProviderWeb: "Stripe-shaped", billing.ProviderMobile: "Adapty-shaped"}
 
@@ -135,7 +144,16 @@ func describeOutcome(ctx context.Context, e env, h http.Header) error {
 	}
 	fmt.Fprintf(e.stdout, "user %s: %s, %s", userID, plan, status)
 	if view.CurrentPeriodEnd != nil {
-		fmt.Fprintf(e.stdout, " until %s", view.CurrentPeriodEnd.Format(time.RFC3339))
+		// "until" only for a subscription that still entitles: an expired one is not
+		// expired until its period's end.
+		word := "until"
+		if !view.Subscribed {
+			word = "period ended"
+			if view.CurrentPeriodEnd.After(time.Now()) {
+				word = "period ends"
+			}
+		}
+		fmt.Fprintf(e.stdout, " %s %s", word, view.CurrentPeriodEnd.Format(time.RFC3339))
 	}
 	fmt.Fprintln(e.stdout)
 	return nil

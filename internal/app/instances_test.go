@@ -75,8 +75,15 @@ type process struct {
 
 func startProcess(t *testing.T, bin string, env map[string]string) *process {
 	t.Helper()
+	return startProcessIn(t, "", bin, env)
+}
+
+// startProcessIn runs "tollgate serve" in dir ("" is the test's own).
+func startProcessIn(t *testing.T, dir, bin string, env map[string]string) *process {
+	t.Helper()
 	p := &process{addr: env["ADDR"], stderr: &logcapture.Buffer{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(bin, "serve")
+	p.cmd.Dir = dir
 	for k, v := range env {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)
 	}

@@ -25,6 +25,9 @@ func (s *Server) Handler() http.Handler {
 	}
 
 	s.billing.Routes(mux, s.cfg.BillingMount)
+	if s.devIdentity != nil {
+		mux.Handle(config.DevIdentityPath+"/", s.devIdentity.Handler())
+	}
 	if s.cfg.API {
 		s.api.Routes(mux)
 	}

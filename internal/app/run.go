@@ -38,6 +38,7 @@ func commands() []spec {
 		{"keys revoke", "revoke a service key at once", cmdKeysRevoke},
 		{"users show", "what tollgate knows of a user's billing", cmdUsersShow},
 		{"entitlements check", "whether a user is entitled to NAME (exit 0 yes, 1 no)", cmdEntitlementsCheck},
+		{"dev token", "a bearer token for an e-mail from the development identity service", cmdDevToken},
 		{"healthcheck", "exit 0 if a running server answers /healthz (for containers)", cmdHealthcheck},
 		{"version", "print the version and the source revision", cmdVersion},
 		{"help", "describe tollgate, a group or a command", nil},
@@ -58,6 +59,10 @@ type command struct {
 	args   string
 	values []string
 	help   string
+	// required names the flags that must be given a value, and check, when set, judges the
+	// flags' values: either failing makes the command line a usage error.
+	required []string
+	check    func() error
 	// bare commands run without the configuration (healthcheck, version): they must work
 	// in a container that has none of the service's secrets.
 	bare bool
@@ -183,6 +188,16 @@ func parseFlags(s spec, args []string, stdout io.Writer) (command, error) {
 			break
 		}
 		c.values = append(c.values, fs.Arg(0))
+	}
+	for _, name := range c.required {
+		if f := fs.Lookup(name); f != nil && f.Value.String() == "" {
+			return bad(fmt.Errorf("--%s is required", name))
+		}
+	}
+	if c.check != nil {
+		if err := c.check(); err != nil {
+			return bad(err)
+		}
 	}
 	want := len(strings.Fields(c.args))
 	if strings.HasPrefix(c.args, "[") && len(c.values) <= want {

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/devidentity"
 	"github.com/tollgate/tollgate/internal/identity"
 	"github.com/tollgate/tollgate/internal/outbound"
 	"github.com/tollgate/tollgate/internal/ratelimit"
@@ -39,10 +40,12 @@ type Server struct {
 	metrics   *httpMetrics
 	// deliverer sends outbound webhooks; nil unless OUTBOUND_WEBHOOK_URL is set.
 	deliverer *outbound.Deliverer
+	// devIdentity is the development identity service; nil unless config.DevIdentity.
+	devIdentity *devidentity.Service
 }
 
 // NewServer wires a server over an open, migrated database.
-func NewServer(e env, d *db.DB) (*Server, error) {
+func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -59,9 +62,18 @@ func NewServer(e env, d *db.DB) (*Server, error) {
 	s := &Server{
 		cfg: e.cfg, env: e, db: d, registry: registry, throttles: throttles,
 		billing: newBilling(d, e, registry),
-		keys:    api.NewKeySet(e.cfg.AuthJWKSURL, api.KeySetOptions{Log: e.log, Registerer: registry}),
 		metrics: newHTTPMetrics(registry),
 	}
+	// The identity service: the configured one over the network, or the development one
+	// answered in-process.
+	var identityClient *http.Client
+	if e.cfg.DevIdentity {
+		if s.devIdentity, err = devidentity.New(ctx, d, e.cfg.AuthURL, e.log); err != nil {
+			return nil, err
+		}
+		identityClient = s.devIdentity.Client()
+	}
+	s.keys = api.NewKeySet(e.cfg.AuthJWKSURL, api.KeySetOptions{Client: identityClient, Log: e.log, Registerer: registry})
 	s.api = api.New(api.Options{
 		Billing:   s.billing,
 		Keys:      servicekeys.New(d),
@@ -74,10 +86,11 @@ func NewServer(e env, d *db.DB) (*Server, error) {
 		Log:       e.log,
 	})
 	webOpts := web.Options{
-		DB: d, Identity: identity.New(e.cfg.AuthURL, e.cfg.AuthAPIKey, nil), Billing: s.billing, Throttles: throttles,
+		DB: d, Identity: identity.New(e.cfg.AuthURL, e.cfg.AuthAPIKey, identityClient), Billing: s.billing, Throttles: throttles,
 		PublicURL: e.cfg.PublicURL, OAuthProviders: e.cfg.OAuthProviders, SecureCookies: e.cfg.Env != config.Development,
 		Brand: web.Brand{AppName: e.cfg.AppName, Color: e.cfg.BrandColor, LogoURL: e.cfg.BrandLogoURL, TemplatesDir: e.cfg.TemplatesDir},
-		Log:   e.log,
+		DevIdentity: e.cfg.DevIdentity,
+		Log:         e.log,
 	}
 	if e.cfg.OutboundWebhookURL != "" {
 		s.deliverer = outbound.New(d, outbound.Options{URL: e.cfg.OutboundWebhookURL, Key: e.cfg.OutboundWebhookSecret, Log: e.log, Registerer: registry})
@@ -136,7 +149,7 @@ func start(ctx context.Context, e env) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := NewServer(e, d)
+	srv, err := NewServer(ctx, e, d)
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -222,6 +235,10 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {
 		go func() { errc <- srv.Serve(listeners[i]) }()
+	}
+	if s.devIdentity != nil {
+		s.env.log.Warn("development identity service on "+s.cfg.AuthURL+": anyone who reaches it can sign in as any e-mail; "+
+			"e-mails are printed here, not sent. Set AUTH_URL to use a real identity service", "users_and_keys", "in the database")
 	}
 	s.env.log.Info("tollgate is running", "url", localURL(listener.Addr()), "public_url", s.cfg.PublicURL, "env", s.cfg.Env,
 		"database", db.Describe(s.cfg.DatabaseURL), "web_ingestion", s.cfg.WebIngestion, "forms", onOff(s.cfg.Forms), "api", onOff(s.cfg.API))

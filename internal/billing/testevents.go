@@ -117,3 +117,33 @@ func numberOf(v any) (int64, error) {
 	}
 	return n.Int64()
 }
+
+// ForUser makes a test event name userID as its user: a web event's subscription carries
+// it in metadata.user_id, under a customer of that user's own (so that sending the same
+// file for two users links two customers); a mobile event carries it as customer_user_id.
+func ForUser(provider string, body []byte, userID string) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var top map[string]any
+	if err := dec.Decode(&top); err != nil {
+		return nil, errors.New("the file is not a JSON object")
+	}
+	switch provider {
+	case ProviderWeb:
+		data, _ := top["data"].(map[string]any)
+		obj, _ := data["object"].(map[string]any)
+		if obj == nil || obj["object"] != "subscription" {
+			return nil, errors.New("only a web event about a subscription (data.object of type subscription) names a user")
+		}
+		metadata, _ := obj["metadata"].(map[string]any)
+		if metadata == nil {
+			metadata = map[string]any{}
+		}
+		metadata["user_id"] = userID
+		obj["metadata"] = metadata
+		obj["customer"] = "cus_for_" + strings.ReplaceAll(userID, "-", "")
+	case ProviderMobile:
+		top["customer_user_id"] = userID
+	}
+	return json.MarshalIndent(top, "", "  ")
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -22,7 +23,10 @@ const (
 	Production  = "production"
 )
 
-// Web ingestion modes (SPEC 4.4).
+// DevIdentityPath is where the development identity service is served (see DevIdentity).
+const DevIdentityPath = "/_dev/auth"
+
+// Web ingestion modes.
 const (
 	IngestWebhook    = "webhook"
 	IngestSyncEngine = "sync_engine"
@@ -52,6 +56,10 @@ type Config struct {
 	AuthJWTIssuer   string
 	AuthJWTAudience string
 	AuthJWTSecret   string
+	// DevIdentity: tollgate serves its own development identity service under /_dev/auth
+	// and uses it for the forms and the API. Only in development, with AUTH_URL and
+	// AUTH_JWKS_URL unset and the forms or the API on; serve refuses it off loopback.
+	DevIdentity bool
 
 	WebWebhookSecret    string
 	MobileWebhookSecret string
@@ -142,7 +150,13 @@ func Load(getenv func(string) string) (Config, error) {
 		host = "127.0.0.1"
 	}
 	c.Addr = get("ADDR", host+":"+get("PORT", "8080"))
-	c.PublicURL = strings.TrimRight(get("PUBLIC_URL", "http://localhost:8080"), "/")
+	// Unset, PUBLIC_URL is this machine at the listening port, so that links, redirects and
+	// "tollgate webhook send" follow PORT or ADDR.
+	port := "8080"
+	if _, p, err := net.SplitHostPort(c.Addr); err == nil && p != "" {
+		port = p
+	}
+	c.PublicURL = strings.TrimRight(get("PUBLIC_URL", "http://localhost:"+port), "/")
 	c.DatabaseURL = get("DATABASE_URL", "sqlite:tollgate.db")
 	if !strings.HasPrefix(c.DatabaseURL, "sqlite:") && !strings.HasPrefix(c.DatabaseURL, "postgres://") &&
 		!strings.HasPrefix(c.DatabaseURL, "postgresql://") {
@@ -174,6 +188,12 @@ func Load(getenv func(string) string) (Config, error) {
 	c.AuthURL = strings.TrimRight(get("AUTH_URL", ""), "/")
 	c.AuthAPIKey = get("AUTH_API_KEY", "")
 	c.AuthJWKSURL = get("AUTH_JWKS_URL", "")
+	c.Forms = boolean("FORMS", true)
+	c.API = boolean("API", true)
+	c.DevIdentity = c.Env == Development && c.AuthURL == "" && c.AuthJWKSURL == "" && (c.Forms || c.API)
+	if c.DevIdentity {
+		c.AuthURL = c.PublicURL + DevIdentityPath
+	}
 	if c.AuthJWKSURL == "" && c.AuthURL != "" {
 		c.AuthJWKSURL = c.AuthURL + "/.well-known/jwks.json"
 	}
@@ -255,8 +275,6 @@ func Load(getenv func(string) string) (Config, error) {
 		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
 	}
 
-	c.Forms = boolean("FORMS", true)
-	c.API = boolean("API", true)
 	c.AppName = get("APP_NAME", "tollgate")
 	c.BrandColor = get("BRAND_COLOR", "#2f5bea")
 	if !isHexColor(c.BrandColor) {
@@ -294,6 +312,9 @@ func (c Config) ServeProblems() (warnings []string, _ error) {
 	if c.MobileWebhookSecret == "" {
 		fail("MOBILE_WEBHOOK_SECRET", "is required")
 	}
+	if c.DevIdentity && !isLoopbackAddr(c.Addr) {
+		fail("AUTH_URL", fmt.Sprintf("is required when ADDR (%s) is not a loopback address: without it tollgate runs a development identity service that signs in any e-mail, which only loopback may reach", c.Addr))
+	}
 	if c.Env == Production {
 		if u, err := url.Parse(c.PublicURL); err != nil || u.Scheme != "https" || u.Host == "" {
 			fail("PUBLIC_URL", "want the https:// address users reach the service at in production")
@@ -308,6 +329,20 @@ func (c Config) ServeProblems() (warnings []string, _ error) {
 		}
 	}
 	return warnings, errors.Join(errs...)
+}
+
+// isLoopbackAddr: ADDR's host is a loopback name or address (an empty host is every
+// interface).
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 func isLocalHost(host string) bool {

@@ -183,3 +183,57 @@ func TestOutboundWebhookSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestDevelopmentIdentityService: only development without AUTH_URL (or AUTH_JWKS_URL)
+// runs the built-in identity service, at PUBLIC_URL/_dev/auth; serve refuses it unless ADDR
+// is a loopback address, naming AUTH_URL.
+func TestDevelopmentIdentityService(t *testing.T) {
+	secrets := map[string]string{"WEB_WEBHOOK_SECRET": "w", "MOBILE_WEBHOOK_SECRET": "m"}
+	cases := []struct {
+		name      string
+		vars      map[string]string
+		dev       bool
+		authURL   string
+		refusedBy string // the variable ServeProblems names, or ""
+	}{
+		{"a fresh clone", nil, true, "http://localhost:8080/_dev/auth", ""},
+		{"PORT moves it", map[string]string{"PORT": "9090"}, true, "http://localhost:9090/_dev/auth", ""},
+		{"PUBLIC_URL places it", map[string]string{"PUBLIC_URL": "http://127.0.0.1:3000/"}, true, "http://127.0.0.1:3000/_dev/auth", ""},
+		{"AUTH_URL set", map[string]string{"AUTH_URL": "https://x.supabase.co/auth/v1"}, false, "https://x.supabase.co/auth/v1", ""},
+		{"only a JWKS", map[string]string{"AUTH_JWKS_URL": "https://x/jwks"}, false, "", ""},
+		{"forms and API off", map[string]string{"FORMS": "off", "API": "off"}, false, "", ""},
+		{"test", map[string]string{"APP_ENV": "test"}, false, "", ""},
+		{"every interface", map[string]string{"ADDR": ":8080"}, true, "http://localhost:8080/_dev/auth", "AUTH_URL"},
+		{"a public address", map[string]string{"ADDR": "192.0.2.7:8080"}, true, "http://localhost:8080/_dev/auth", "AUTH_URL"},
+		{"localhost", map[string]string{"ADDR": "localhost:8080"}, true, "http://localhost:8080/_dev/auth", ""},
+		{"IPv6 loopback", map[string]string{"ADDR": "[::1]:8080"}, true, "http://localhost:8080/_dev/auth", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{}
+			for k, v := range secrets {
+				vars[k] = v
+			}
+			for k, v := range tc.vars {
+				vars[k] = v
+			}
+			c, err := Load(env(vars))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.DevIdentity != tc.dev || c.AuthURL != tc.authURL {
+				t.Fatalf("DevIdentity %v, AUTH_URL %q; want %v, %q", c.DevIdentity, c.AuthURL, tc.dev, tc.authURL)
+			}
+			if tc.dev && (c.AuthJWKSURL != tc.authURL+"/.well-known/jwks.json" || c.AuthJWTIssuer != tc.authURL) {
+				t.Fatalf("JWKS %q, issuer %q", c.AuthJWKSURL, c.AuthJWTIssuer)
+			}
+			_, err = c.ServeProblems()
+			switch {
+			case tc.refusedBy == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.refusedBy != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.refusedBy+":")):
+				t.Fatalf("ServeProblems %v, want it to name %s", err, tc.refusedBy)
+			}
+		})
+	}
+}

@@ -27,15 +27,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
-
-// Path is where tollgate mounts the service; its base URL is PUBLIC_URL + Path.
-const Path = "/_dev/auth"
 
 // Lifetimes, as Supabase Auth's defaults where it has one.
 const (
@@ -49,7 +48,8 @@ const (
 // Service is the development identity service over one database.
 type Service struct {
 	db   *db.DB
-	base string // PUBLIC_URL + Path: the tokens' issuer and the links' origin
+	base string // the URL it is reached at: the tokens' issuer, and the links' start
+	path string // base's path, under which Handler serves
 	log  *slog.Logger
 	key  *ecdsa.PrivateKey
 	kid  string
@@ -67,9 +67,14 @@ type pendingCode struct {
 }
 
 // New opens the service over d, creating its signing key on first use. base is the URL it
-// is reached at (PUBLIC_URL + Path): the tokens' issuer.
+// is reached at, such as http://localhost:8080/_dev/auth: the tokens' issuer. Handler
+// serves under base's path, and links may lead back to base's origin only.
 func New(ctx context.Context, d *db.DB, base string, log *slog.Logger) (*Service, error) {
-	s := &Service{db: d, base: base, log: log, now: time.Now, codes: map[string]pendingCode{}}
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" || u.Path == "" || u.Path == "/" {
+		return nil, fmt.Errorf("development identity service: want a base URL with a path, got %q", base)
+	}
+	s := &Service{db: d, base: strings.TrimRight(base, "/"), path: strings.TrimRight(u.Path, "/"), log: log, now: time.Now, codes: map[string]pendingCode{}}
 	if err := s.loadKey(ctx); err != nil {
 		return nil, fmt.Errorf("development identity service: %w", err)
 	}

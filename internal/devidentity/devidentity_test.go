@@ -17,7 +17,7 @@ import (
 	"github.com/tollgate/tollgate/internal/logcapture"
 )
 
-const base = "http://localhost:8080" + Path
+const base = "http://localhost:8080/_dev/auth"
 
 // harness is a service over d, reached through tollgate's own identity client, with its
 // log kept for the e-mails it "sent".

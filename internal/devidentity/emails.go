@@ -150,7 +150,7 @@ func sixDigits() string {
 // own origin (PUBLIC_URL), else that origin, as Supabase Auth falls back to its site URL
 // for addresses outside its allow list.
 func (s *Service) redirectTarget(redirectTo string) string {
-	origin := strings.TrimSuffix(s.base, Path)
+	origin := strings.TrimSuffix(s.base, s.path)
 	if redirectTo == origin || strings.HasPrefix(redirectTo, origin+"/") {
 		return redirectTo
 	}

@@ -79,6 +79,10 @@ func (e *Error) Kind() string {
 // that is not its API (5xx, timeout, garbage). Forms show a "temporarily unavailable" page.
 var ErrUnavailable = errors.New("identity service unavailable")
 
+// ErrNotConfigured means no identity service is configured (AUTH_URL is unset): no call
+// can succeed until it is, and saying "try again" would mislead.
+var ErrNotConfigured = errors.New("no identity service configured (AUTH_URL is unset)")
+
 // AsError returns the *Error in err, if any.
 func AsError(err error) (*Error, bool) {
 	var e *Error
@@ -244,6 +248,9 @@ func redirectQuery(redirectTo string) url.Values {
 
 // do sends one call. Calls are never retried: several of them send mail or SMS.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, bearer string, body, out any) error {
+	if c.base == "" {
+		return ErrNotConfigured
+	}
 	u := c.base + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()

@@ -24,6 +24,8 @@ func failure(err error) (status int, alert string) {
 		return http.StatusUnprocessableEntity, msgPasswordTooLong
 	case errors.Is(err, errNoRecipient):
 		return http.StatusUnprocessableEntity, "Enter your email address."
+	case errors.Is(err, identity.ErrNotConfigured):
+		return http.StatusServiceUnavailable, msgNotConfigured
 	}
 	e, ok := identity.AsError(err)
 	if !ok {

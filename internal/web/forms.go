@@ -14,6 +14,7 @@ const MaxPasswordBytes = 72
 const (
 	msgInvalidCredentials = "Invalid credentials"
 	msgUnavailable        = "Sign-in is temporarily unavailable. Please try again in a moment."
+	msgNotConfigured      = "Sign-in is not set up on this server yet: its AUTH_URL does not name an identity service."
 	msgPasswordTooLong    = "Passwords can be at most 72 bytes long. Please choose a shorter one."
 	msgCheckEmail         = "Check your email to confirm your account"
 	msgResetSent          = "If that address has an account, we sent instructions to reset your password."

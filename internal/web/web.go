@@ -48,7 +48,10 @@ type Options struct {
 	// (webprovider.PageOrigins), which the account page's forms redirect to; empty when
 	// web purchases are off.
 	CheckoutPages []string
-	Log           *slog.Logger
+	// DevIdentity: the forms run against the development identity service, and every page
+	// says so.
+	DevIdentity bool
+	Log         *slog.Logger
 }
 
 // Web is the forms surface.
@@ -104,6 +107,7 @@ func New(opts Options) (*Web, error) {
 // page is what every template gets.
 type page struct {
 	Brand          Brand
+	DevIdentity    bool
 	Title          string
 	Alert, Notice  string
 	Email, Phone   string
@@ -162,7 +166,7 @@ func (w *Web) render(rw http.ResponseWriter, r *http.Request, status int, name s
 
 // write renders without touching the session, for refusals made before it is loaded.
 func (w *Web) write(rw http.ResponseWriter, r *http.Request, status int, name string, p page) {
-	p.Brand = w.opts.Brand
+	p.Brand, p.DevIdentity = w.opts.Brand, w.opts.DevIdentity
 	var buf bytes.Buffer
 	if err := w.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
 		w.opts.Log.ErrorContext(r.Context(), "render failed", "page", name, "error", err)
