@@ -88,7 +88,7 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	webOpts := web.Options{
 		DB: d, Identity: identity.New(e.cfg.AuthURL, e.cfg.AuthAPIKey, identityClient), Billing: s.billing, Throttles: throttles,
 		PublicURL: e.cfg.PublicURL, OAuthProviders: e.cfg.OAuthProviders, SecureCookies: e.cfg.Env != config.Development,
-		Brand: web.Brand{AppName: e.cfg.AppName, Color: e.cfg.BrandColor, LogoURL: e.cfg.BrandLogoURL, TemplatesDir: e.cfg.TemplatesDir},
+		Brand:       web.Brand{AppName: e.cfg.AppName, Color: e.cfg.BrandColor, LogoURL: e.cfg.BrandLogoURL, TemplatesDir: e.cfg.TemplatesDir},
 		DevIdentity: e.cfg.DevIdentity,
 		Log:         e.log,
 	}
