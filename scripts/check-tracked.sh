@@ -1,6 +1,8 @@
 #!/bin/sh
 # Fails when a file tracked by git is over 1 MB or is a compiled binary (ELF, PE, Mach-O):
-# a committed build output or database bloats every clone for ever. CI runs it first.
+# a committed build output or database bloats every clone for ever. It also fails when a
+# file cites documents the repository does not hold (SPEC.md, DESIGN §…): the repository's
+# docs state their rules themselves. CI runs it first.
 set -eu
 cd "$(dirname "$0")/.."
 found=$(git ls-files -z | xargs -0 -r sh -c '
@@ -15,6 +17,12 @@ found=$(git ls-files -z | xargs -0 -r sh -c '
     esac
   done
 ' sh)
+cited=$(git grep -nE '(SPEC|DESIGN)(\.md| ?§| [0-9]|'"'"'s)' -- . ':!scripts/check-tracked.sh' || true)
+if [ -n "$cited" ]; then
+  found="$found${found:+
+}documents this repository does not hold are cited:
+$cited"
+fi
 if [ -n "$found" ]; then
   echo "$found" >&2
   exit 1

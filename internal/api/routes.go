@@ -1,4 +1,4 @@
-// Package api is API mode (SPEC 1.2): /api/v1, guarded by identity-service JWTs verified
+// Package api is API mode: /api/v1, guarded by identity-service JWTs verified
 // against its JWKS on every request, behind per-IP and per-token throttles, with CORS, an
 // OpenAPI description and embedded API docs.
 package api
@@ -22,7 +22,7 @@ type Options struct {
 	// Keys checks service keys; nil admits none.
 	Keys      *servicekeys.Keys
 	Throttles *ratelimit.Throttles
-	// PerIP and PerToken default to SPEC 8's limits.
+	// PerIP and PerToken default to ratelimit.PerIP and ratelimit.PerToken.
 	PerIP, PerToken ratelimit.Limit
 	CORS            CORS
 	SwaggerUI       bool
@@ -55,7 +55,7 @@ func New(opts Options) *API {
 // document /api-docs serves.
 func (a *API) Huma() huma.API { return a.huma }
 
-// Routes mounts the API. The order on /api/* is DESIGN §3's: CORS, throttle per IP,
+// Routes mounts the API. The order on /api/* is: CORS, throttle per IP,
 // throttle per token, JWT verification, handler. Throttles run before verification, so a
 // flood never reaches the key set. (Request id and panic recovery wrap the whole server.)
 func (a *API) Routes(mux *http.ServeMux) {

@@ -10,7 +10,7 @@ import (
 )
 
 // User is the current user of an API request, built from the verified token's claims
-// (SPEC 2.6): no database record stands behind it.
+// alone: no database record stands behind it.
 type User struct {
 	ID           string         `json:"id"`
 	Email        string         `json:"email"`

@@ -69,7 +69,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, `{"status":"ready"}`+"\n")
 }
 
-// up mirrors the framework-default health route SPEC 4.3 names.
+// up is the health route web frameworks serve by default (Rails' /up), for platforms that probe it.
 func (s *Server) up(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	io.WriteString(w, `<!DOCTYPE html><html><body style="background-color: green"></body></html>`+"\n")

@@ -28,7 +28,7 @@ type Subscription struct {
 }
 
 // Entitling reports whether the subscription grants its plan at t: a live status and an
-// access horizon that is absent or still ahead (DESIGN §4.5).
+// access horizon that is absent or still ahead (docs/billing.md, "Status mapping").
 func (s Subscription) Entitling(t time.Time) bool {
 	switch s.Status {
 	case StatusActive, StatusTrialing, StatusPastDue, StatusCancelled:
@@ -39,7 +39,7 @@ func (s Subscription) Entitling(t time.Time) bool {
 
 // Entitlements is a user's billing position at one instant. Every question about a user's
 // plan, entitlements and limits is answered from this one value, so the API, the account
-// page and user-written handlers agree (DESIGN §4.8).
+// page and user-written handlers agree.
 type Entitlements struct {
 	UserID string
 	At     time.Time
@@ -200,7 +200,7 @@ func loadPlanCatalogue(ctx context.Context, q *dbq.Queries) (planCatalogue, erro
 		}
 		value := decodeEntitlementValue(r.Value.String)
 		if r.LimitValue.Valid {
-			value = r.LimitValue.Int64 // SPEC 2.5: a metered entitlement's limit is its usage_limits row
+			value = r.LimitValue.Int64 // a metered entitlement's limit is its usage_limits row
 		}
 		c.values[r.ID][r.Entitlement.String] = value
 	}

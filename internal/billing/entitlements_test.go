@@ -9,7 +9,7 @@ import (
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
-// A metered entitlement's limit is read from usage_limits (SPEC 2.5), the table plans sync
+// A metered entitlement's limit is read from usage_limits, the table plans sync
 // writes it to, and RecordUsage enforces that limit.
 func TestLimitsComeFromUsageLimits(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {

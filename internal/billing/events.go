@@ -115,7 +115,7 @@ func webEnvelope(top map[string]json.RawMessage) (envelope, error) {
 
 // mobileEnvelope derives the id and type of a mobile event. Real mobile payloads carry no
 // event_id, so when it is absent (or null) the id is synthesised from fields that are fixed
-// for one event and that every redelivery repeats (SPEC 4.4, DESIGN §4.3). An event_id
+// for one event and that every redelivery repeats (docs/providers.md). An event_id
 // that is present must be a proper id.
 func mobileEnvelope(top map[string]json.RawMessage) (envelope, error) {
 	env := envelope{Type: text(top["event_type"])}

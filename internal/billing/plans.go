@@ -18,7 +18,7 @@ import (
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
-// PlanConfig is one plan of the plans file (DESIGN §4.7).
+// PlanConfig is one plan of the plans file (docs/plans.md).
 type PlanConfig struct {
 	Key            string
 	Name           string

@@ -8,7 +8,7 @@ import (
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
-// Canonical subscription statuses (SPEC 3).
+// Canonical subscription statuses: every provider's states map onto these.
 const (
 	StatusActive    = "active"
 	StatusTrialing  = "trialing"

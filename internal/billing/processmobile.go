@@ -98,7 +98,8 @@ func mobileSupersedes(eventType string, at time.Time, ps providerSubscription) b
 	return mobileRank[eventType] >= mobileRank[ps.LastEventType.String]
 }
 
-// mobileCanonical maps one mobile event onto the subscription's state (DESIGN §4.5).
+// mobileCanonical maps one mobile event onto the subscription's state (docs/billing.md,
+// "Status mapping").
 func mobileCanonical(eventType string, ev mobileEvent, at time.Time, current mobileState) (mobileState, error) {
 	p := ev.EventProperties
 	next := current

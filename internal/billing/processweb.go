@@ -225,7 +225,7 @@ func (s *Service) materialiseWeb(ctx context.Context, q *txn, ps providerSubscri
 }
 
 // webCanonical maps a web subscription snapshot, and the payments seen for it, to the
-// canonical status and access horizon (DESIGN §4.5). Times come from the events, never
+// canonical status and access horizon (docs/billing.md, "Status mapping"). Times come from the events, never
 // from the clock, so the result does not depend on when or in which order events arrive.
 func webCanonical(sub webSubscription, snapshotAt time.Time, paidThrough, paidAt *time.Time) (string, *time.Time, error) {
 	end := sub.periodEnd()

@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
-// In sync_engine mode (DESIGN §4.9) the web provider's own sync engine mirrors its objects
+// In sync_engine mode (docs/providers.md) the web provider's own sync engine mirrors its objects
 // into a Postgres schema, and tollgate reads web subscriptions from there at query time.
 // There is no copy job, so an answer never lags the mirror. The rows go through the same
 // mapping as webhook snapshots (webCanonical) and the same plan mapping (plan_prices).

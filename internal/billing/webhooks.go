@@ -51,7 +51,7 @@ func (s *Service) mobileWebhook(w http.ResponseWriter, r *http.Request) {
 	}, mobileEnvelope)
 }
 
-// serveWebhook is the pipeline of SPEC 4.4 / DESIGN §4.1: bounded read, verification on the
+// serveWebhook is the pipeline (docs/billing.md): bounded read, verification on the
 // raw bytes, JSON, event id, one transaction, 200.
 func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request, provider string,
 	verify func(body []byte) error, envelopeOf func(map[string]json.RawMessage) (envelope, error)) {

@@ -12,7 +12,7 @@ import (
 
 // modernc.org/sqlite is generated against one exact modernc.org/libc; a mismatched pair
 // builds but corrupts memory at run time. Newer releases also break "go mod tidy" here, and
-// a newer goose drags libc along (DESIGN §6).
+// a newer goose drags libc along: the three are pinned together.
 func TestSQLiteLibcPair(t *testing.T) {
 	gomod, err := os.ReadFile("../../go.mod")
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 	"time"
 )
 
-// User is the identity service's user (SPEC 2.1).
+// User is the identity service's user, as GET /user returns it.
 type User struct {
 	ID           string           `json:"id"`
 	Email        string           `json:"email"`
@@ -42,7 +42,7 @@ type Session struct {
 	User         User   `json:"user"`
 }
 
-// Error kinds as the client libraries name them (SPEC 7.2, DESIGN §2).
+// Error kinds as the Supabase client libraries name them (AuthWeakPasswordError, …).
 const (
 	KindWeakPassword   = "WEAK_PASSWORD"
 	KindPKCE           = "PKCE_ERROR"

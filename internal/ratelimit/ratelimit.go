@@ -30,7 +30,7 @@ type Limit struct {
 	Window   time.Duration
 }
 
-// The limits of SPEC 8.
+// The default limits: generous for people and well-behaved clients, tight for floods.
 var (
 	PerIP    = Limit{Name: "api/ip", Requests: 300, Window: 5 * time.Minute}
 	PerToken = Limit{Name: "api/token", Requests: 1000, Window: time.Minute}

@@ -33,7 +33,7 @@ func failure(err error) (status int, alert string) {
 	}
 	switch {
 	case e.Kind() != "" && e.Message != "":
-		return http.StatusUnprocessableEntity, e.Message // SPEC 7.2: shown with the upstream message
+		return http.StatusUnprocessableEntity, e.Message // a weak password or a PKCE failure: the identity service says why best
 	case e.Code == "over_email_send_rate_limit", e.Code == "over_sms_send_rate_limit", e.Code == "over_request_rate_limit":
 		return http.StatusTooManyRequests, msgTooManyEmails
 	case e.Code == "email_not_confirmed":

@@ -16,7 +16,7 @@ import (
 	"github.com/tollgate/tollgate/internal/ratelimit"
 )
 
-// TestFormFieldsMatchTheSpec checks every field of SPEC 2.2 in the rendered HTML.
+// TestFormFieldsMatchTheSpec checks every field of every form (docs/forms.md) in the rendered HTML.
 func TestFormFieldsMatchTheSpec(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	h.signIn("reset@example.test", "old-password") // the reset form needs a session

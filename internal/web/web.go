@@ -1,4 +1,4 @@
-// Package web serves the server-rendered forms (SPEC 1.1): sign-in, sign-up, password
+// Package web serves the server-rendered forms: sign-in, sign-up, password
 // reset, one-time codes and OAuth with PKCE, backed by the identity service, with
 // server-side sessions in tollgate's database.
 package web
@@ -63,7 +63,7 @@ type Web struct {
 	static    fs.FS
 }
 
-// Form throttles: generous for people, tight for scripts (DESIGN §5).
+// Form throttles: generous for people, tight for scripts.
 var (
 	defaultPerIP    = ratelimit.Limit{Name: "forms/ip", Requests: 30, Window: time.Minute}
 	defaultPerEmail = ratelimit.Limit{Name: "forms/email", Requests: 10, Window: 10 * time.Minute}
@@ -201,7 +201,7 @@ func (w *Web) oauthLinks() []oauthLink {
 	return links
 }
 
-// securityHeaders go on every HTML response (DESIGN §5). Referrer-Policy no-referrer is
+// securityHeaders go on every HTML response. Referrer-Policy no-referrer is
 // set everywhere because several pages are reached with codes in their URL.
 // A logo on another host (BRAND_LOGO_URL) adds its origin to img-src, and the provider's
 // checkout pages theirs to form-action: browsers check where a form's redirect leads.
@@ -225,7 +225,7 @@ func securityHeaders(imageSource string, checkoutPages []string, next http.Handl
 }
 
 // methodOverride turns POST forms with _method=PUT or DELETE into those methods (the
-// convention SPEC's routes assume). It reads at most 64 KiB of form.
+// convention of the forms' Rails-style routes). It reads at most 64 KiB of form.
 func methodOverride(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
@@ -288,7 +288,7 @@ func (w *Web) staticFiles() http.Handler {
 	return http.StripPrefix("/static/", http.FileServerFS(w.static))
 }
 
-// LookupUser is SPEC 1.4's user lookup: with an explicit token, that token's user; else the
+// LookupUser is the forms' user lookup: with an explicit token, that token's user; else the
 // current session's, refreshing it first when it is about to expire; with neither, nil.
 // A rejection by the identity service comes back as an *identity.Error.
 func (w *Web) LookupUser(ctx context.Context, token string) (*identity.User, error) {

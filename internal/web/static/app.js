@@ -1,4 +1,4 @@
-// Client-side check only (SPEC 2.2): the server does not read password_confirmation.
+// Client-side check only: the server does not read password_confirmation.
 document.addEventListener("DOMContentLoaded", function () {
   document.querySelectorAll("form[data-confirm-password]").forEach(function (form) {
     var password = form.querySelector("#password");

@@ -1,5 +1,5 @@
 -- +goose Up
--- One row per verified webhook delivery (SPEC 2.4). A repeat delivery rewrites the row but
+-- One row per verified webhook delivery. A repeat delivery rewrites the row but
 -- keeps received_at.
 create table provider_events (
     id                uuid primary key default gen_random_uuid(),
