@@ -30,9 +30,9 @@ changes nothing. PROVIDER is web: the mobile provider has no API to list subscri
 
 Progress goes to stderr. An interrupted run (Ctrl-C stops after the page in hand) resumes
 where it stopped when the same command is run again.`,
-		run: func(ctx context.Context, e env) error {
-			if e.args[0] != billing.ProviderWeb {
-				return fmt.Errorf("billing backfill: only web can be backfilled, got %q (the mobile provider has no API to list subscriptions)", e.args[0])
+		check: func(args []string) error {
+			if args[0] != billing.ProviderWeb {
+				return fmt.Errorf("only web can be backfilled, got %q (the mobile provider has no API to list subscriptions)", args[0])
 			}
 			if since != "" {
 				t, err := parseSince(since)
@@ -41,6 +41,9 @@ where it stopped when the same command is run again.`,
 				}
 				opts.Since = t
 			}
+			return nil
+		},
+		run: func(ctx context.Context, e env) error {
 			if e.cfg.WebAPIKey == "" {
 				return errors.New("WEB_API_KEY: is required to read the web provider's subscriptions (a secret key, or a restricted key with Subscriptions: Read)")
 			}

@@ -82,16 +82,21 @@ func cmdDeliveriesRetry(fs *flag.FlagSet) command {
 	return command{
 		args: "[ID]",
 		help: "Makes one pending or failed outbound webhook (ID from \"deliveries list\"), or with --failed\nevery failed one, due now and retried for another 3 days. A running server sends it within\na second. Delivered ones are not sent again.",
-		run: func(ctx context.Context, e env) error {
-			if failed == (len(e.args) == 1) {
-				return fmt.Errorf("deliveries retry: give either an ID or --failed")
+		check: func(args []string) error {
+			if failed == (len(args) == 1) {
+				return fmt.Errorf("give either an ID or --failed")
 			}
+			if !failed {
+				if n, err := strconv.ParseInt(args[0], 10, 64); err != nil || n <= 0 {
+					return fmt.Errorf("ID: want a delivery id from \"deliveries list\", got %q", args[0])
+				}
+			}
+			return nil
+		},
+		run: func(ctx context.Context, e env) error {
 			var id int64
 			if !failed {
-				var err error
-				if id, err = strconv.ParseInt(e.args[0], 10, 64); err != nil || id <= 0 {
-					return fmt.Errorf("ID: want a delivery id from \"deliveries list\", got %q", e.args[0])
-				}
+				id, _ = strconv.ParseInt(e.args[0], 10, 64) // checked
 			}
 			d, err := openDB(ctx, e, false)
 			if err != nil {

@@ -18,17 +18,20 @@ func cmdEventsReplay(fs *flag.FlagSet) command {
 	fs.BoolVar(&filter.Unprocessed, "unprocessed", false, "only events not processed yet or stored with a processing error")
 	return command{
 		help: "Re-runs stored provider_events through the processors. Replaying is idempotent.",
-		run: func(ctx context.Context, e env) error {
+		check: func([]string) error {
 			if filter.Provider != "" && filter.Provider != billing.ProviderWeb && filter.Provider != billing.ProviderMobile {
 				return fmt.Errorf("--provider: want web or mobile, got %q", filter.Provider)
 			}
 			if since != "" {
 				t, err := time.Parse(time.RFC3339, since)
 				if err != nil {
-					return fmt.Errorf("--since: want an RFC 3339 time such as 2026-11-01T00:00:00Z")
+					return fmt.Errorf("--since: want an RFC 3339 time such as 2026-11-01T00:00:00Z, got %q", since)
 				}
 				filter.Since = t
 			}
+			return nil
+		},
+		run: func(ctx context.Context, e env) error {
 			d, err := openDB(ctx, e, e.cfg.AutoMigrate)
 			if err != nil {
 				return err

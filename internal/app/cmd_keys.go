@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -14,15 +13,15 @@ func cmdKeysCreate(fs *flag.FlagSet) command {
 	var name string
 	fs.StringVar(&name, "name", "", "what the key is for, e.g. billing-backend (required)")
 	return command{
-		help: "Makes a service key for a trusted backend and prints it. It is shown this once: only its\nSHA-256 is stored. Send it as Authorization: Bearer tgk_… to /api/v1/users/{user_id}/….",
+		required: []string{"name"},
+		help:     "Makes a service key for a trusted backend and prints it. It is shown this once: only its\nSHA-256 is stored. Send it as Authorization: Bearer tgk_… to /api/v1/users/{user_id}/….",
 		run: func(ctx context.Context, e env) error {
-			if name == "" {
-				return errors.New("--name is required")
-			}
-			return withKeys(ctx, e, func(keys *servicekeys.Keys) error {
+			return withKeys(ctx, e, e.cfg.AutoMigrate, func(keys *servicekeys.Keys) error {
 				key, err := keys.Create(ctx, name)
 				if err == nil {
+					// The key alone on stdout, for scripts; the warning beside it for people.
 					fmt.Fprintln(e.stdout, key)
+					fmt.Fprintf(e.stderr, "service key %q: shown this once, only its SHA-256 is kept; store it now (lost: revoke it and make another)\n", name)
 				}
 				return err
 			})
@@ -34,7 +33,7 @@ func cmdKeysList(*flag.FlagSet) command {
 	return command{
 		help: "Lists the service keys: name, the key's first characters, when made and last used.",
 		run: func(ctx context.Context, e env) error {
-			return withKeys(ctx, e, func(keys *servicekeys.Keys) error {
+			return withKeys(ctx, e, false, func(keys *servicekeys.Keys) error {
 				list, err := keys.List(ctx)
 				if err != nil {
 					return err
@@ -58,7 +57,7 @@ func cmdKeysRevoke(*flag.FlagSet) command {
 		args: "NAME",
 		help: "Revokes the service key NAME: it is refused (401) from the next request on.",
 		run: func(ctx context.Context, e env) error {
-			return withKeys(ctx, e, func(keys *servicekeys.Keys) error {
+			return withKeys(ctx, e, e.cfg.AutoMigrate, func(keys *servicekeys.Keys) error {
 				if err := keys.Revoke(ctx, e.args[0]); err != nil {
 					return err
 				}
@@ -69,9 +68,9 @@ func cmdKeysRevoke(*flag.FlagSet) command {
 	}
 }
 
-// withKeys runs fn over the service keys of DATABASE_URL.
-func withKeys(ctx context.Context, e env, fn func(keys *servicekeys.Keys) error) error {
-	d, err := openDB(ctx, e, e.cfg.AutoMigrate)
+// withKeys runs fn over the service keys of DATABASE_URL, migrating it first if asked.
+func withKeys(ctx context.Context, e env, migrate bool, fn func(keys *servicekeys.Keys) error) error {
+	d, err := openDB(ctx, e, migrate)
 	if err != nil {
 		return err
 	}

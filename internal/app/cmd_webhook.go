@@ -30,7 +30,7 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 			"the user's plan and status), duplicate, stale, ignored, unresolved or stored with an error.\n" +
 			"Exits non-zero unless the server answers 2xx.",
 		required: []string{"provider", "file"},
-		check: func() error {
+		check: func([]string) error {
 			if provider != billing.ProviderWeb && provider != billing.ProviderMobile {
 				return fmt.Errorf("--provider: want web or mobile, got %q", provider)
 			}

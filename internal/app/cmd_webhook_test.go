@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // "webhook send" says what became of the event; with --now the README's worked example
@@ -50,5 +53,50 @@ func TestWebhookSendSaysWhatHappened(t *testing.T) {
 	code, _, errOut = send("--provider", "web", "--file", mobileFile)
 	if code == 0 || !strings.Contains(errOut, "--provider mobile") {
 		t.Fatalf("a mobile file sent as web: exit %d %q", code, errOut)
+	}
+}
+
+// TestWebhookSendForAUserOnTheDevelopmentPort: in development with only PORT set, webhook
+// send reaches the server on that port; --user sends the event for another user; an ended
+// subscription is reported as ended, never "expired until".
+func TestWebhookSendForAUserOnTheDevelopmentPort(t *testing.T) {
+	ctx := context.Background()
+	env := testEnv(t, map[string]string{"APP_ENV": "development"})
+	env["PORT"] = env["ADDR"][strings.LastIndex(env["ADDR"], ":")+1:]
+	delete(env, "ADDR")
+	delete(env, "PUBLIC_URL")
+	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
+		t.Fatalf("plans sync: %s", errOut)
+	}
+	startServe(t, map[string]string{"ADDR": "127.0.0.1:" + env["PORT"], "APP_ENV": "development", "DATABASE_URL": env["DATABASE_URL"],
+		"WEB_WEBHOOK_SECRET": webSecret, "MOBILE_WEBHOOK_SECRET": mobileSecret, "PLANS_FILE": env["PLANS_FILE"]})
+	const someone = "0b4f2f0e-6d43-4c55-9a41-3c1d2e7f8a90"
+	code, out, errOut := runCmd(ctx, env, "webhook", "send", "--provider", "web", "--now", "--user", someone,
+		"--file", "../billing/testdata/web/customer.subscription.updated.json")
+	if code != 0 || !strings.Contains(out, "user "+someone+": plan pro, active until ") {
+		t.Fatalf("webhook send --user on PORT %s: exit %d\n%s%s", env["PORT"], code, out, errOut)
+	}
+	code, out, _ = runCmd(ctx, env, "webhook", "send", "--provider", "mobile", "--now", "--user", someone,
+		"--file", "../billing/testdata/mobile/subscription_started.json")
+	if code != 0 || !strings.Contains(out, "user "+someone+": plan pro, active until ") {
+		t.Fatalf("mobile webhook send --user: exit %d\n%s", code, out)
+	}
+
+	ended := editFixture(t, "../billing/testdata/web/customer.subscription.updated.json", func(m map[string]any) {
+		now := time.Now().Unix()
+		m["id"], m["created"] = "evt_ended_for_send", now
+		obj := m["data"].(map[string]any)["object"].(map[string]any)
+		obj["status"], obj["ended_at"], obj["canceled_at"] = "canceled", now-60, now-60
+		obj["customer"] = "cus_ended_for_send"
+		obj["id"] = "sub_ended_for_send"
+		obj["metadata"] = map[string]any{"user_id": "7c9e6679-7425-40de-944b-e07fc1f90ae7"}
+	})
+	file := filepath.Join(t.TempDir(), "ended.json")
+	if err := os.WriteFile(file, ended, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCmd(ctx, env, "webhook", "send", "--provider", "web", "--file", file)
+	if code != 0 || strings.Contains(out, "expired until") || !strings.Contains(out, "expired period ended ") {
+		t.Fatalf("an ended subscription: exit %d\n%s%s", code, out, errOut)
 	}
 }

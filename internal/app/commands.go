@@ -2,7 +2,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -11,8 +15,23 @@ import (
 	"github.com/tollgate/tollgate/internal/db"
 )
 
-// openDB opens DATABASE_URL and, when asked, migrates it.
+// openDB opens DATABASE_URL and, when asked, migrates it. Not asked, it refuses a database
+// that lacks migrations (db.ErrNotMigrated, saying where the database is) rather than fail
+// on a missing table, and never creates a SQLite file.
 func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
+	where := e.cfg.DatabaseURL
+	if path := db.SQLitePath(e.cfg.DatabaseURL); path != "" {
+		where = "sqlite:" + path
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			if !migrate {
+				// Opening would create an empty file, wherever the command happens to run.
+				return nil, fmt.Errorf("%w (%s): run tollgate migrate; no such file yet (or set DATABASE_URL)", db.ErrNotMigrated, where)
+			}
+			e.log.Info("creating the database", "path", path)
+		}
+	} else {
+		where = strings.Replace(db.Describe(where), " ", ":", 1)
+	}
 	d, err := db.Open(ctx, e.cfg.DatabaseURL, e.cfg.DBTimeout)
 	if err != nil {
 		return nil, err
@@ -20,6 +39,18 @@ func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 	fail := func(err error) (*db.DB, error) {
 		d.Close()
 		return nil, err
+	}
+	if !migrate {
+		if err := d.CheckMigrated(ctx); err != nil {
+			var missing *db.MissingMigrations
+			switch {
+			case errors.As(err, &missing):
+				return fail(fmt.Errorf("%w (%s): run tollgate migrate (%d of %d migrations missing)", db.ErrNotMigrated, where, missing.Missing, missing.Of))
+			case errors.Is(err, db.ErrNotMigrated):
+				return fail(fmt.Errorf("%w (%s): run tollgate migrate", err, where))
+			}
+			return fail(err)
+		}
 	}
 	syncEngine := e.cfg.WebIngestion == config.IngestSyncEngine
 	if syncEngine {

@@ -212,6 +212,9 @@ func TestKeysCommands(t *testing.T) {
 	if code != 0 || !regexp.MustCompile(`^tgk_[A-Za-z0-9_-]{43}$`).MatchString(key) {
 		t.Fatalf("keys create: %d %q %s", code, key, errOut)
 	}
+	if !strings.Contains(errOut, "shown this once") || strings.Contains(errOut, key) {
+		t.Fatalf("keys create does not say the key is shown once: %q", errOut)
+	}
 	if code, _, errOut := runCmd(ctx, env, "keys", "create", "--name", "billing-backend"); code == 0 || !strings.Contains(errOut, "exists") {
 		t.Fatalf("a second key of one name: %d %s", code, errOut)
 	}

@@ -62,7 +62,7 @@ type command struct {
 	// required names the flags that must be given a value, and check, when set, judges the
 	// flags' values: either failing makes the command line a usage error.
 	required []string
-	check    func() error
+	check    func(args []string) error
 	// bare commands run without the configuration (healthcheck, version): they must work
 	// in a container that has none of the service's secrets.
 	bare bool
@@ -194,20 +194,18 @@ func parseFlags(s spec, args []string, stdout io.Writer) (command, error) {
 			return bad(fmt.Errorf("--%s is required", name))
 		}
 	}
-	if c.check != nil {
-		if err := c.check(); err != nil {
-			return bad(err)
-		}
-	}
 	want := len(strings.Fields(c.args))
-	if strings.HasPrefix(c.args, "[") && len(c.values) <= want {
-		return c, nil // optional arguments, such as "[ID]"
-	}
-	if len(c.values) != want {
+	optional := strings.HasPrefix(c.args, "[") // such as "[ID]"
+	if len(c.values) > want || (!optional && len(c.values) != want) {
 		if want == 0 {
 			return bad(fmt.Errorf("unexpected argument %q", c.values[0]))
 		}
 		return bad(fmt.Errorf("want %s", c.args))
+	}
+	if c.check != nil {
+		if err := c.check(c.values); err != nil {
+			return bad(err)
+		}
 	}
 	return c, nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -134,6 +135,75 @@ func (d *DB) Migrate(ctx context.Context) ([]string, error) {
 		return applied, fmt.Errorf("migrate: %w", err)
 	}
 	return applied, nil
+}
+
+// ErrNotMigrated is a database that lacks migrations this build has: a command that only
+// reads must not guess at its tables, and must not migrate it behind the operator's back.
+var ErrNotMigrated = errors.New("database not migrated")
+
+// CheckMigrated returns an error wrapping ErrNotMigrated, saying how many migrations are
+// missing, unless every embedded migration has been applied. It only reads.
+func (d *DB) CheckMigrated(ctx context.Context) error {
+	entries, err := fs.ReadDir(migrations, "migrations/"+string(d.Engine))
+	if err != nil {
+		return err
+	}
+	applied := map[int64]bool{}
+	rows, err := d.QueryContext(ctx, "select version_id from goose_db_version where is_applied")
+	if err == nil {
+		defer rows.Close()
+		for rows.Next() {
+			var v int64
+			if err := rows.Scan(&v); err != nil {
+				return err
+			}
+			applied[v] = true
+		}
+		err = rows.Err()
+	}
+	if err != nil && len(applied) == 0 {
+		// No version table at all: a new, empty database. A database that cannot be read
+		// fails here too, and then with its own error.
+		if pingErr := d.PingContext(ctx); pingErr != nil {
+			return pingErr
+		}
+	}
+	missing := 0
+	for _, e := range entries {
+		var v int64
+		if _, scanErr := fmt.Sscanf(e.Name(), "%05d_", &v); scanErr == nil && !applied[v] {
+			missing++
+		}
+	}
+	switch {
+	case missing == len(entries):
+		return ErrNotMigrated
+	case missing > 0:
+		return &MissingMigrations{Missing: missing, Of: len(entries)}
+	}
+	return nil
+}
+
+// MissingMigrations is a database migrated in part: an older build's, say.
+type MissingMigrations struct{ Missing, Of int }
+
+func (e *MissingMigrations) Error() string {
+	return fmt.Sprintf("%s: %d of %d migrations missing", ErrNotMigrated, e.Missing, e.Of)
+}
+
+func (e *MissingMigrations) Unwrap() error { return ErrNotMigrated }
+
+// SQLitePath is the file a sqlite: DATABASE_URL names, absolute; "" for Postgres and for
+// an in-memory database.
+func SQLitePath(databaseURL string) string {
+	path, ok := strings.CutPrefix(databaseURL, "sqlite:")
+	if !ok || path == "" || path == ":memory:" {
+		return ""
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 // InTx runs fn in a transaction and commits only if fn returns nil.

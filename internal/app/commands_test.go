@@ -1,0 +1,103 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+)
+
+// TestCommandLinesThatCannotRunAreUsageErrors: a missing required flag or a bad flag
+// value prints its error once, then the command's usage, and exits 2, before touching
+// anything.
+func TestCommandLinesThatCannotRunAreUsageErrors(t *testing.T) {
+	env := testEnv(t, map[string]string{"APP_ENV": "development"})
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"keys", "create"}, "keys create: --name is required"},
+		{[]string{"dev", "token"}, "dev token: --email is required"},
+		{[]string{"webhook", "send", "--provider", "web"}, "webhook send: --file is required"},
+		{[]string{"webhook", "send", "--file", "x.json"}, "webhook send: --provider is required"},
+		{[]string{"webhook", "send", "--provider", "card", "--file", "x.json"}, `webhook send: --provider: want web or mobile, got "card"`},
+		{[]string{"webhook", "send", "--provider", "web", "--file", "x.json", "--header", "x"}, `webhook send: --header: want web or stripe, got "x"`},
+		{[]string{"events", "replay", "--provider", "card"}, `events replay: --provider: want web or mobile, got "card"`},
+		{[]string{"events", "replay", "--since", "yesterday"}, "events replay: --since: want an RFC 3339 time"},
+		{[]string{"billing", "backfill", "mobile"}, `billing backfill: only web can be backfilled, got "mobile"`},
+		{[]string{"billing", "backfill", "web", "--since", "soon"}, "billing backfill: --since"},
+		{[]string{"deliveries", "retry"}, "deliveries retry: give either an ID or --failed"},
+		{[]string{"deliveries", "retry", "x"}, `deliveries retry: ID: want a delivery id`},
+	}
+	for _, tc := range cases {
+		code, _, errOut := runCmd(context.Background(), env, tc.args...)
+		if code != 2 || !strings.HasPrefix(errOut, "tollgate: "+tc.want) || strings.Count(errOut, tc.want) != 1 ||
+			!strings.Contains(errOut, "Usage: tollgate "+tc.args[0]+" "+tc.args[1]) {
+			t.Errorf("%s: exit %d\n%s\nwant exit 2, %q once, then the usage", strings.Join(tc.args, " "), code, errOut, tc.want)
+		}
+	}
+	if _, err := os.Stat(strings.TrimPrefix(env["DATABASE_URL"], "sqlite:")); err == nil {
+		t.Error("a command line that cannot run created the database")
+	}
+}
+
+// TestReadingCommandsNeverMigrate: commands that only read refuse a database that is not
+// migrated, saying where it is, exit 1, with no SQL error, and create no SQLite file; a
+// database migrated in part says how much is missing.
+func TestReadingCommandsNeverMigrate(t *testing.T) {
+	const user = "5a4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d"
+	reading := [][]string{
+		{"users", "show", user}, {"entitlements", "check", user, "exports"},
+		{"keys", "list"}, {"deliveries", "list"}, {"deliveries", "retry", "--failed"},
+	}
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.db")
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{missing, empty} {
+		env := testEnv(t, map[string]string{"DATABASE_URL": "sqlite:" + path})
+		for _, args := range reading {
+			code, _, errOut := runCmd(context.Background(), env, args...)
+			want := "tollgate: database not migrated (sqlite:" + path + "): run tollgate migrate"
+			if code != 1 || !strings.HasPrefix(errOut, want) || strings.Contains(errOut, "no such table") {
+				t.Errorf("%s on %s: exit %d %q, want exit 1 and %q", strings.Join(args, " "), filepath.Base(path), code, errOut, want)
+			}
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Error("a reading command created the SQLite file")
+	}
+	opened, err := db.Open(context.Background(), "sqlite:"+empty, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opened.Close()
+	if err := opened.CheckMigrated(context.Background()); err != db.ErrNotMigrated {
+		t.Errorf("a reading command migrated the empty database: %v", err)
+	}
+
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		if err := d.CheckMigrated(context.Background()); err != nil {
+			t.Fatalf("a migrated database: %v", err)
+		}
+		if _, err := d.Exec("delete from goose_db_version where version_id = 12"); err != nil {
+			t.Fatal(err)
+		}
+		var part *db.MissingMigrations
+		if err := d.CheckMigrated(context.Background()); err == nil || !asMissing(err, &part) || part.Missing != 1 {
+			t.Fatalf("one migration missing: %v", err)
+		}
+	})
+}
+
+func asMissing(err error, target **db.MissingMigrations) bool {
+	m, ok := err.(*db.MissingMigrations)
+	*target = m
+	return ok
+}
