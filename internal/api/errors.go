@@ -32,7 +32,7 @@ func problemFor(err error) *apiProblem {
 	case errors.Is(err, billing.ErrLimitExceeded):
 		return p(http.StatusForbidden, "limit-exceeded", "Limit exceeded", "This would exceed the plan's limit for this period; nothing was recorded.")
 	case errors.Is(err, billing.ErrNotEntitled):
-		return p(http.StatusForbidden, "limit-exceeded", "Not entitled", "The current plan has no allowance for this; nothing was recorded.")
+		return p(http.StatusForbidden, "not-entitled", "Not entitled", "The current plan does not include this.")
 	case errors.Is(err, billing.ErrUnknownPlan):
 		return p(http.StatusUnprocessableEntity, "invalid-checkout", "Unknown plan", "There is no such plan.")
 	case errors.Is(err, billing.ErrPlanNotOnWeb):

@@ -6,11 +6,13 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/problem"
 	"github.com/tollgate/tollgate/internal/ratelimit"
 	"github.com/tollgate/tollgate/internal/servicekeys"
 )
@@ -105,7 +107,8 @@ func (a *API) register(api huma.API) {
 		Path:        "/api/v1/usage/{name}",
 		Summary:     "Record usage of a metered entitlement",
 		Description: "Adds `amount` (default 1) to the caller's counter for this billing period, atomically, " +
-			"and refuses with 403 (type …/limit-exceeded) when that would pass the plan's limit or the plan has none. " +
+			"and refuses with 403: type …/limit-exceeded when that would pass the plan's limit (nothing is recorded), " +
+			"…/not-entitled when the plan does not include it at all. " +
 			"This is the pattern for metered endpoints.",
 		Tags:     []string{"usage"},
 		Security: forUsers,
@@ -191,5 +194,20 @@ func Config() huma.Config {
 	}
 	cfg.Security = forUsers
 	cfg.Servers = []*huma.Server{{URL: "/"}}
+	cfg.Transformers = append(cfg.Transformers, typeProblems)
 	return cfg
+}
+
+// typeProblems gives huma's own problems (request validation's 422, a body too large, …) a
+// type under problem.TypeBase, as every problem of tollgate's has, so that clients can
+// switch on the type alone.
+func typeProblems(_ huma.Context, _ string, v any) (any, error) {
+	if e, ok := v.(*huma.ErrorModel); ok && (e.Type == "" || e.Type == "about:blank") {
+		kind := "invalid-request"
+		if e.Status != http.StatusUnprocessableEntity {
+			kind = strings.ToLower(strings.ReplaceAll(http.StatusText(e.Status), " ", "-"))
+		}
+		e.Type = problem.TypeBase + kind
+	}
+	return v, nil
 }
