@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -274,4 +275,43 @@ func TestCheckoutAndPortalAgainstStripeMock(t *testing.T) {
 	h.subscribe(t, "sub_mock", testUser, "cus_mock", "price_pro_monthly")
 	mustStatus(t, h.post("/api/v1/billing/checkout", token, `{"plan":"enterprise","success_url":"https://www.example.test/ok"}`), http.StatusOK)
 	mustStatus(t, h.post("/api/v1/billing/portal", token, ``), http.StatusOK)
+}
+
+// TestMobileSubscriberIsToldWhereToManage: a user whom only a subscription bought in the
+// mobile app entitles gets one answer from checkout (any plan) and from the portal: 409
+// …/managed-in-app, naming the app's store. Nothing reaches the web provider.
+func TestMobileSubscriberIsToldWhereToManage(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		provider := &fakeProvider{}
+		srv := httptest.NewServer(provider)
+		defer srv.Close()
+		h := newCheckoutHarness(t, d, srv.URL)
+		raw, err := os.ReadFile("../billing/testdata/mobile/subscription_started.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		event, err := billing.ForUser(billing.ProviderMobile, raw, testUser)
+		if err == nil {
+			event, err = billing.MoveToNow(billing.ProviderMobile, []byte(strings.ReplaceAll(string(event), "com.example.app.pro.monthly", "com.example.team")), time.Now())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done, err := h.billing.Ingest(context.Background(), billing.ProviderMobile, "mobile_team_1", "subscription_started", event); err != nil || done.Outcome != "applied" {
+			t.Fatalf("the mobile subscription: %+v %v", done, err)
+		}
+		token := h.key.mint(t, validClaims())
+		for _, call := range []struct{ path, body string }{
+			{"/api/v1/billing/checkout", `{"plan":"enterprise"}`}, {"/api/v1/billing/checkout", `{"plan":"pro"}`}, {"/api/v1/billing/portal", ``},
+		} {
+			rec := h.post(call.path, token, call.body)
+			mustStatus(t, rec, http.StatusConflict)
+			if problemType(rec) != "managed-in-app" || !strings.Contains(rec.Body.String(), "App Store or Google Play") {
+				t.Fatalf("%s %s: %s", call.path, call.body, rec.Body)
+			}
+		}
+		if path, _ := provider.last(); path != "" {
+			t.Fatalf("the web provider was asked for %s", path)
+		}
+	})
 }

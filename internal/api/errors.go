@@ -42,6 +42,8 @@ func problemFor(err error) *apiProblem {
 	case errors.Is(err, billing.ErrRedirectOrigin):
 		return p(http.StatusUnprocessableEntity, "invalid-checkout", "Redirect not allowed",
 			"success_url and cancel_url must be absolute URLs on this service's origin or one of CHECKOUT_REDIRECT_ORIGINS.")
+	case errors.Is(err, billing.ErrManagedInApp):
+		return p(http.StatusConflict, "managed-in-app", "Managed in the app", billing.ManagedInAppMessage)
 	case errors.Is(err, billing.ErrAlreadySubscribed):
 		return p(http.StatusConflict, "already-subscribed", "Already subscribed", "A subscription already entitles you to this plan; manage it in the billing portal.")
 	case errors.Is(err, billing.ErrNoWebCustomer):

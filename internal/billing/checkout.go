@@ -3,6 +3,7 @@ package billing
 import (
 	"context"
 	"errors"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -20,6 +21,10 @@ var (
 	ErrRedirectOrigin      = errors.New("a redirect URL is not on an allowed origin")
 	ErrAlreadySubscribed   = errors.New("already subscribed to this plan")
 	ErrNoWebCustomer       = errors.New("no web customer is linked to the user")
+	// ErrManagedInApp: only a subscription bought in the mobile app entitles the user. It
+	// is changed or cancelled in the app's store, and a web purchase beside it would bill
+	// them twice: checkout and the portal both answer with ManagedInAppMessage.
+	ErrManagedInApp = errors.New("the subscription is managed in the mobile app's store")
 )
 
 // ProviderError is the web provider refusing or failing to create a session. Its text is
@@ -80,6 +85,9 @@ func (s *Service) Checkout(ctx context.Context, buyer Buyer, req CheckoutRequest
 	if err != nil {
 		return "", err
 	}
+	if managedInApp(position) {
+		return "", ErrManagedInApp
+	}
 	for _, sub := range position.Subscriptions {
 		if sub.Plan.Key == req.Plan && sub.Entitling(position.At) {
 			return "", ErrAlreadySubscribed
@@ -98,26 +106,52 @@ func (s *Service) Portal(ctx context.Context, userID string) (string, error) {
 		return "", ErrCheckoutUnavailable
 	}
 	var customer string
+	var position Entitlements
 	err := s.request(ctx, func(ctx context.Context) error {
 		var err error
-		customer, err = webCustomerOf(ctx, dbq.New(s.db), userID)
+		if customer, err = webCustomerOf(ctx, dbq.New(s.db), userID); err != nil || customer != "" {
+			return err
+		}
+		position, err = s.entitlements(ctx, userID)
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return "", err
-	}
-	if customer == "" {
+	case customer == "" && managedInApp(position):
+		return "", ErrManagedInApp
+	case customer == "":
 		return "", ErrNoWebCustomer
 	}
 	sessionURL, err := s.webAPI.CreatePortal(ctx, customer, s.publicURL+"/")
 	return sessionURL, s.providerFailure(ctx, "portal", err)
 }
 
+// ManagedInAppMessage is the one answer, on the API and the account page, to a user whom
+// only a subscription bought in the mobile app entitles (ErrManagedInApp).
+const ManagedInAppMessage = "Your subscription was bought in the mobile app: change or cancel it in the app's store " +
+	"(the App Store or Google Play settings), not here."
+
+// managedInApp: a subscription from the mobile provider entitles the user and none from
+// the web does.
+func managedInApp(position Entitlements) bool {
+	mobile, web := false, false
+	for _, sub := range position.Subscriptions {
+		if sub.Entitling(position.At) {
+			mobile = mobile || sub.Provider == ProviderMobile
+			web = web || sub.Provider == ProviderWeb
+		}
+	}
+	return mobile && !web
+}
+
 // WebOffers is what the account page offers a user on the web: the plans above theirs
-// that have web prices, and whether they have a web customer whose billing they can manage.
+// that have web prices, whether they have a web customer whose billing they can manage,
+// and, instead of both, whether their subscription is managed in the mobile app.
 type WebOffers struct {
-	Upgrades []Plan
-	Manage   bool
+	Upgrades     []Plan
+	Manage       bool
+	ManagedInApp bool
 }
 
 // Offers lists the user's web offers. Without WEB_API_KEY there are none.
@@ -139,6 +173,9 @@ func (s *Service) Offers(ctx context.Context, userID string) (WebOffers, error) 
 		current := int32(-1)
 		if g := position.Governing(); g != nil {
 			current = g.Plan.tier
+		}
+		if offers.ManagedInApp = managedInApp(position); offers.ManagedInApp {
+			current = math.MaxInt32 // nothing to buy beside it
 		}
 		for _, p := range plans {
 			if p.Tier > current {

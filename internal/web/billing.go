@@ -44,6 +44,8 @@ func (w *Web) toProvider(rw http.ResponseWriter, r *http.Request, url string, er
 	switch {
 	case err == nil:
 		http.Redirect(rw, r, url, http.StatusSeeOther)
+	case errors.Is(err, billing.ErrManagedInApp):
+		w.redirect(rw, r, "/", keyAlert, billing.ManagedInAppMessage)
 	case errors.Is(err, billing.ErrAlreadySubscribed):
 		w.redirect(rw, r, "/", keyAlert, "You already have this plan.")
 	case errors.As(err, &provider):
@@ -55,3 +57,6 @@ func (w *Web) toProvider(rw http.ResponseWriter, r *http.Request, url string, er
 		w.refuse(rw, r, "billing session", "message", page{Title: "Your account"}, err)
 	}
 }
+
+// managedInAppMessage is the account page's word for a subscription bought in the app.
+const managedInAppMessage = billing.ManagedInAppMessage

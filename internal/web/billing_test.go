@@ -104,3 +104,46 @@ func TestAccountPageStartsCheckoutAndOpensThePortal(t *testing.T) {
 		t.Fatalf("buying pro again: %d %s", r.status, r.location)
 	}
 }
+
+// TestAccountPageForAMobileSubscriberAndUsage: a user whom only a subscription bought in
+// the app entitles is offered nothing to buy and told where it is managed, the same words
+// the buttons' routes answer with; a metered entitlement shows this period's use of it.
+func TestAccountPageForAMobileSubscriberAndUsage(t *testing.T) {
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the web provider was asked for %s", r.URL.Path)
+	}))
+	defer provider.Close()
+	h, b := newBillingHarness(t, provider)
+	userID := h.fake.AddUser("app@example.test", "correct horse battery")
+	event := fmt.Sprintf(`{"event_type":"subscription_started","profile_id":"p1","customer_user_id":%q,
+		"event_datetime":%q,"event_properties":{"vendor_product_id":"com.example.team","store":"app_store",
+		"transaction_id":"t1","original_transaction_id":"t1","expires_at":%q,"purchase_date":%q}}`, userID,
+		time.Now().UTC().Format("2006-01-02T15:04:05.000000-0700"), time.Now().Add(30*24*time.Hour).UTC().Format("2006-01-02T15:04:05.000000-0700"),
+		time.Now().UTC().Format("2006-01-02T15:04:05.000000-0700"))
+	if done, err := b.Ingest(context.Background(), billing.ProviderMobile, "m1", "subscription_started", []byte(event)); err != nil || done.Outcome != "applied" {
+		t.Fatalf("mobile subscription: %+v %v", done, err)
+	}
+	for range 4 {
+		if _, err := b.RecordUsage(context.Background(), userID, "projects", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.post("/session", url.Values{"email": {"app@example.test"}, "password": {"correct horse battery"}})
+	account := h.get("/")
+	page := doc(t, account.body)
+	if n := len(find(page, "form", map[string]string{"action": "/account/checkout"})); n != 0 {
+		t.Fatalf("%d upgrades offered beside a subscription bought in the app", n)
+	}
+	if !strings.Contains(account.body, "App Store or Google Play") {
+		t.Fatalf("the page does not say where the subscription is managed:\n%s", account.body)
+	}
+	if !strings.Contains(account.body, "projects: 4 of 50") {
+		t.Fatalf("usage not shown as 4 of 50:\n%s", account.body)
+	}
+	for _, path := range []string{"/account/checkout", "/account/portal"} {
+		r := h.post(path, url.Values{"plan": {"enterprise"}})
+		if alert := flash(t, h.get("/").body, "alert"); r.status != http.StatusSeeOther || !strings.Contains(alert, "App Store or Google Play") {
+			t.Fatalf("%s: %d, alert %q", path, r.status, alert)
+		}
+	}
+}

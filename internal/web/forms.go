@@ -251,6 +251,9 @@ func (w *Web) account(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		view.Upgrades, view.ManageBilling = offers.Upgrades, offers.Manage
+		if offers.ManagedInApp {
+			view.ManagedInApp = managedInAppMessage
+		}
 	}
 	w.render(rw, r, http.StatusOK, "account", page{Title: "Your account", Account: view, Notice: checkoutNotices[r.URL.Query().Get("checkout")]})
 }

@@ -126,6 +126,9 @@ type accountView struct {
 	// provider's portal to a user with a web customer.
 	Upgrades      []billing.Plan
 	ManageBilling bool
+	// ManagedInApp says where the subscription is managed instead, for a user whom only
+	// a subscription bought in the mobile app entitles.
+	ManagedInApp string
 }
 
 // fill shows the billing view, the same answer /api/v1/me gives, as the page's text.
@@ -146,7 +149,11 @@ func (a *accountView) fill(v billing.BillingView) {
 				a.Entitlements = append(a.Entitlements, name)
 			}
 		case int64:
-			a.Entitlements = append(a.Entitlements, fmt.Sprintf("%s: %d", name, value))
+			if u, ok := v.Usage[name]; ok { // metered: this period's use of the limit
+				a.Entitlements = append(a.Entitlements, fmt.Sprintf("%s: %d of %d", name, u.Used, u.Limit))
+			} else {
+				a.Entitlements = append(a.Entitlements, fmt.Sprintf("%s: %d", name, value))
+			}
 		}
 	}
 	sort.Strings(a.Entitlements)
