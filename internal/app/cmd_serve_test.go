@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,9 +20,11 @@ func TestServeStartUpLines(t *testing.T) {
 	}{
 		{"development without an identity service or plans file", map[string]string{"APP_ENV": "development", "PLANS_FILE": "no/such/plans.yml"}, []string{
 			`msg="tollgate is running" url=http://127.0.0.1:`, "database=\"sqlite ", "web_ingestion=webhook",
-			"level=WARN msg=\"no " + DevEnvFile + " at ", "level=WARN msg=\"no AUTH_URL: the sign-in forms and /api/v1 cannot work",
+			"level=WARN msg=\"no " + DevEnvFile + " at ", "level=WARN msg=\"development identity service on http://127.0.0.1:",
 			"level=WARN msg=\"no plans file at PLANS_FILE=no/such/plans.yml",
-		}, []string{"plans without prices"}},
+		}, []string{"plans without prices", "no AUTH_URL"}},
+		{"test without an identity service", nil, []string{"level=WARN msg=\"no AUTH_URL: the sign-in forms and /api/v1 cannot work"},
+			[]string{"development identity service"}},
 		{"a plan no price reaches", map[string]string{"PLANS_FILE": unpriced, "AUTH_URL": "http://127.0.0.1:1"}, []string{
 			"level=WARN msg=\"plans without prices (no web_prices or mobile_products): pro: no purchase can reach them\"",
 		}, []string{"no AUTH_URL", "no plans file", DevEnvFile}},
@@ -46,5 +49,22 @@ func TestServeStartUpLines(t *testing.T) {
 				t.Errorf("the running line appears %d times", n)
 			}
 		})
+	}
+}
+
+// TestProductionRefusesABrokenPlansFile: in production serve stops on a plans file it
+// cannot use, naming the variable, the file, the line and the plan; nothing is served.
+func TestProductionRefusesABrokenPlansFile(t *testing.T) {
+	broken := filepath.Join(t.TempDir(), "plans.yml")
+	os.WriteFile(broken, []byte("plans:\n  free: {default: true}\n  pro:\n    web_prices: price_pro\n"), 0o600)
+	for _, tc := range []struct{ file, want string }{
+		{broken, "PLANS_FILE: plans file " + broken + ": line 4: plan \"pro\""},
+		{"no/such/plans.yml", "PLANS_FILE: plans file: open no/such/plans.yml: no such file"},
+	} {
+		env := testEnv(t, billingOnlyProduction(map[string]string{"PLANS_FILE": tc.file}))
+		code, _, errOut := runCmd(context.Background(), env, "serve")
+		if code != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("production with plans file %s: exit %d %q, want %q", tc.file, code, errOut, tc.want)
+		}
 	}
 }

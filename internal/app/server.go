@@ -145,6 +145,12 @@ func start(ctx context.Context, e env) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
+	plans, plansErr := billing.LoadPlans(e.cfg.PlansFile)
+	if plansErr != nil && e.cfg.Env == config.Production {
+		// In production a plans file that cannot be read would leave every paid event
+		// unresolved: stop, naming the file, the line and the key (LoadPlans says them).
+		return nil, fmt.Errorf("PLANS_FILE: %w", plansErr)
+	}
 	d, err := openDB(ctx, e, e.cfg.AutoMigrate)
 	if err != nil {
 		return nil, err
@@ -154,7 +160,6 @@ func start(ctx context.Context, e env) (*Server, error) {
 		d.Close()
 		return nil, err
 	}
-	plans, plansErr := billing.LoadPlans(e.cfg.PlansFile)
 	if e.cfg.Env == config.Development && plansErr == nil {
 		srv.syncDevPlans(ctx, plans)
 	}
