@@ -96,9 +96,9 @@ func (w *Web) formOf(r *http.Request) (string, page) {
 		token := strings.TrimSuffix(strings.TrimPrefix(path, "/passwords/"), "/edit")
 		return "passwords_edit", page{Title: "Choose a new password", Token: token}
 	case path == "/otp/new", path == "/otp":
-		return "otp_new", page{Title: "Sign in with a code", Email: email}
+		return "otp_new", page{Title: titleOTPRequest, Email: email}
 	case path == "/otp/verify":
-		return "otp_verify", page{Title: "Enter your code", Email: email, Phone: phone, Type: otpType(r.FormValue("type"))}
+		return "otp_verify", page{Title: otpVerifyTitle(phone), Email: email, Phone: phone, Type: otpType(r.FormValue("type"))}
 	}
 	return "message", page{Title: "Temporarily unavailable"}
 }

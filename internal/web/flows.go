@@ -76,7 +76,8 @@ func (w *Web) oauthCallback(rw http.ResponseWriter, r *http.Request) {
 	code := q.Get("code")
 	if code == "" || q.Get("error") != "" || q.Get("error_code") != "" {
 		w.opts.Log.InfoContext(r.Context(), "sign-in callback without a code", "error", q.Get("error"), "error_code", q.Get("error_code"))
-		w.redirect(rw, r, "/session/new", keyAlert, callbackFailure(q.Get("error"), q.Get("error_code")))
+		key, message := callbackFailure(q.Get("error"), q.Get("error_code"))
+		w.redirect(rw, r, "/session/new", key, message)
 		return
 	}
 	verifier, purpose := w.pendingFlow(r.Context())
@@ -121,15 +122,20 @@ func (w *Web) oauthCallback(rw http.ResponseWriter, r *http.Request) {
 	w.finishSignIn(rw, r, s)
 }
 
-// callbackFailure says what an identity-service redirect error means to the user.
-func callbackFailure(errorParam, errorCode string) string {
+// callbackFailure says what an identity-service redirect error means to the user, as an
+// alert or, when nothing went wrong but a step is left, a notice.
+func callbackFailure(errorParam, errorCode string) (key, message string) {
 	switch {
 	case errorCode == "otp_expired", errorCode == "flow_state_not_found", errorCode == "flow_state_expired", errorCode == "bad_code_verifier":
-		return msgLinkProblem
+		return keyAlert, msgLinkProblem
+	case errorCode == "provider_email_needs_verification":
+		// The OAuth provider vouched for no address: the identity service e-mailed a
+		// confirmation link instead of signing in.
+		return keyNotice, msgConfirmProviderEmail
 	case errorParam == "access_denied" && errorCode == "":
-		return msgCancelled // the user turned the OAuth provider's consent down
+		return keyAlert, msgCancelled // the user turned the OAuth provider's consent down
 	}
-	return msgSignInFailed
+	return keyAlert, msgSignInFailed
 }
 
 func (w *Web) callbackURL() string { return w.opts.PublicURL + "/oauth/callback" }

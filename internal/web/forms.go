@@ -19,6 +19,7 @@ const (
 	msgCheckEmail         = "Check your email to confirm your account"
 	msgResetSent          = "If that address has an account, we sent instructions to reset your password."
 	msgCodeSent           = "We sent you a code"
+	msgLinkSent           = "We sent you an email: follow its link, or enter the code if the email shows one."
 	msgPasswordUpdated    = "Your password has been updated"
 	msgSignedOut          = "You have been signed out."
 	msgSessionEnded       = "Your session has ended. Please sign in again."
@@ -28,7 +29,12 @@ const (
 	msgCancelled          = "Sign-in was cancelled."
 	msgSignInFailed       = "Sign-in failed. Please try again."
 	msgEmailConfirmed     = "Your email address is confirmed. Please sign in."
-	msgOtherBrowser       = msgEmailConfirmed + " (The link was opened in another browser than the one that asked for it, so it could not sign you in. To reset your password, ask for a new link in this browser.)"
+	// msgOtherBrowser: the callback cannot tell which kind of link it was (only the browser
+	// that asked for it knows), so it says what each kind has and has not done.
+	msgOtherBrowser = "That link was opened in another browser than the one that asked for it, so it could not sign you in here. " +
+		"If it was to confirm your address, that is done: sign in below. " +
+		"To sign in by email or reset your password, ask for a new link in this browser."
+	msgConfirmProviderEmail = "Check your email: confirm your address with the link we sent, then sign in."
 )
 
 // --- sign-in and sign-out
@@ -139,7 +145,13 @@ func (w *Web) resetForm(rw http.ResponseWriter, r *http.Request) {
 		w.redirect(rw, r, "/passwords/new", keyAlert, msgResetNeedsLink)
 		return
 	}
-	w.render(rw, r, http.StatusOK, "passwords_edit", page{Title: "Choose a new password", Token: r.PathValue("token")})
+	p := page{Title: "Choose a new password", Token: r.PathValue("token")}
+	// Say whose password this is: a reset link opened in a browser signed in as someone
+	// else replaced that session, and the page must not leave doubt.
+	if user, err := w.LookupUser(r.Context(), ""); err == nil && user != nil {
+		p.Email = user.Email
+	}
+	w.render(rw, r, http.StatusOK, "passwords_edit", p)
 }
 
 // updatePassword ignores the :token segment: the recovery session authenticates it.
@@ -173,13 +185,13 @@ func (w *Web) updatePassword(rw http.ResponseWriter, r *http.Request) {
 // --- one-time codes
 
 func (w *Web) otpForm(rw http.ResponseWriter, r *http.Request) {
-	w.render(rw, r, http.StatusOK, "otp_new", page{Title: "Sign in with a code", Email: r.URL.Query().Get("email")})
+	w.render(rw, r, http.StatusOK, "otp_new", page{Title: titleOTPRequest, Email: r.URL.Query().Get("email")})
 }
 
 func (w *Web) sendOTP(rw http.ResponseWriter, r *http.Request) {
 	email, phone := strings.TrimSpace(r.PostFormValue("email")), strings.TrimSpace(r.PostFormValue("phone"))
 	if email == "" && phone == "" {
-		w.refuse(rw, r, "code request", "otp_new", page{Title: "Sign in with a code"}, errNoRecipient)
+		w.refuse(rw, r, "code request", "otp_new", page{Title: titleOTPRequest}, errNoRecipient)
 		return
 	}
 	// By e-mail the default template sends only a link, which must come back to this
@@ -188,23 +200,23 @@ func (w *Web) sendOTP(rw http.ResponseWriter, r *http.Request) {
 	err := w.opts.Identity.SendOTP(r.Context(), email, phone, false, w.callbackURL(), pkce)
 	// Only outages and rate limits are shown: an unknown address must look like a known one.
 	if status, _ := failure(err); err != nil && (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) {
-		w.refuse(rw, r, "code request", "otp_new", page{Title: "Sign in with a code", Email: email}, err)
+		w.refuse(rw, r, "code request", "otp_new", page{Title: titleOTPRequest, Email: email}, err)
 		return
 	} else if err != nil {
 		w.logFailure(r, "code request", err)
 	}
-	q := url.Values{"email": {email}, "type": {"email"}}
+	q, sent := url.Values{"email": {email}, "type": {"email"}}, msgLinkSent
 	if phone != "" {
-		q = url.Values{"phone": {phone}, "type": {"sms"}}
+		q, sent = url.Values{"phone": {phone}, "type": {"sms"}}, msgCodeSent
 	} else {
 		w.startFlow(r.Context(), pkce, flowMagicLink)
 	}
-	w.redirect(rw, r, "/otp/verify?"+q.Encode(), keyNotice, msgCodeSent)
+	w.redirect(rw, r, "/otp/verify?"+q.Encode(), keyNotice, sent)
 }
 
 func (w *Web) otpVerifyForm(rw http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	w.render(rw, r, http.StatusOK, "otp_verify", page{Title: "Enter your code", Email: q.Get("email"), Phone: q.Get("phone"), Type: otpType(q.Get("type"))})
+	w.render(rw, r, http.StatusOK, "otp_verify", page{Title: otpVerifyTitle(q.Get("phone")), Email: q.Get("email"), Phone: q.Get("phone"), Type: otpType(q.Get("type"))})
 }
 
 func (w *Web) verifyOTP(rw http.ResponseWriter, r *http.Request) {
@@ -212,10 +224,21 @@ func (w *Web) verifyOTP(rw http.ResponseWriter, r *http.Request) {
 	typ, token := otpType(r.PostFormValue("type")), strings.TrimSpace(r.PostFormValue("token"))
 	s, err := w.opts.Identity.VerifyOTP(r.Context(), typ, email, phone, token)
 	if err != nil {
-		w.refuse(rw, r, "code verification", "otp_verify", page{Title: "Enter your code", Email: email, Phone: phone, Type: typ}, err)
+		w.refuse(rw, r, "code verification", "otp_verify", page{Title: otpVerifyTitle(phone), Email: email, Phone: phone, Type: typ}, err)
 		return
 	}
 	w.finishSignIn(rw, r, s)
+}
+
+// Titles of the one-time code pages: by e-mail the message holds a link, and a code only
+// if the identity service's template shows one (Supabase Auth's default does not).
+const titleOTPRequest = "Sign in by email"
+
+func otpVerifyTitle(phone string) string {
+	if phone != "" {
+		return "Enter your code"
+	}
+	return "Check your email"
 }
 
 // otpType defaults to email and admits only the identity service's OTP types.
