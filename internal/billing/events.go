@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Providers.
@@ -87,7 +89,10 @@ func text(raw json.RawMessage) string {
 	return ""
 }
 
-// eventID reads an event's id field: a JSON string, not blank, at most maxEventIDLen bytes.
+// eventID reads an event's id field: a JSON string, not blank, at most maxEventIDLen bytes,
+// without control characters or U+FFFD. The body is stored with NUL and lone surrogates
+// replaced by U+FFFD (storableJSON), so an id holding one would be rewritten and could
+// collide with another event's: it is refused instead, as no provider sends such an id.
 // The errors name the field, for the 400 the provider's dashboard shows.
 func eventID(top map[string]json.RawMessage, field string) (string, error) {
 	raw, ok := top[field]
@@ -103,6 +108,8 @@ func eventID(top map[string]json.RawMessage, field string) (string, error) {
 		return "", fmt.Errorf("the event's %q is empty", field)
 	case len(id) > maxEventIDLen:
 		return "", fmt.Errorf("the event's %q is longer than %d bytes", field, maxEventIDLen)
+	case strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }):
+		return "", fmt.Errorf("the event's %q holds a control character or an invalid one", field)
 	}
 	return id, nil
 }

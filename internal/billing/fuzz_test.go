@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -56,6 +57,7 @@ func FuzzEventID(f *testing.F) {
 	addFixtureSeeds(f, "mobile")
 	addFixtureSeeds(f, "web")
 	f.Add([]byte(`{"event_id":12,"event_type":null}`))
+	f.Add([]byte(`{"id":"evt_\u0000","object":"event","type":"x","data":{}}`))
 	f.Add([]byte(`{"event_properties":"x","transaction_id":{"a":1}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		top, err := decodeTop(body)
@@ -68,7 +70,8 @@ func FuzzEventID(f *testing.F) {
 			if a != b || (errA == nil) != (errB == nil) {
 				t.Fatal("event id derivation is not deterministic")
 			}
-			if errA == nil && (strings.TrimSpace(a.ID) == "" || len(a.ID) > maxEventIDLen) {
+			if errA == nil && (strings.TrimSpace(a.ID) == "" || len(a.ID) > maxEventIDLen ||
+				strings.ContainsFunc(a.ID, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError })) {
 				t.Fatalf("accepted event id %q", a.ID)
 			}
 		}
