@@ -93,7 +93,7 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 		Log:         e.log,
 	}
 	if e.cfg.OutboundWebhookURL != "" {
-		s.deliverer = outbound.New(d, outbound.Options{URL: e.cfg.OutboundWebhookURL, Key: e.cfg.OutboundWebhookSecret, Log: e.log, Registerer: registry})
+		s.deliverer = outbound.New(d, outbound.Options{URL: e.cfg.OutboundWebhookURL, Key: e.cfg.OutboundWebhookSecret, DBTimeout: e.cfg.DBTimeout, Log: e.log, Registerer: registry})
 		s.billing.OnBillingChange(func(context.Context, string) { s.deliverer.Wake() })
 	}
 	if e.cfg.WebAPIKey != "" {

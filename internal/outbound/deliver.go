@@ -25,6 +25,14 @@ import (
 // Timeout bounds one attempt: a receiver that has not answered by then has failed it.
 const Timeout = 10 * time.Second
 
+// A 2xx status delivers; the body after it only keeps the connection reusable. A receiver
+// that trickles it must not hold a slot of the batch: at most answerBodyLimit bytes are
+// read, for at most answerBodyWait after the status.
+const (
+	answerBodyLimit = 4 << 10
+	answerBodyWait  = time.Second
+)
+
 // Options configures a Deliverer. URL and Key are required.
 type Options struct {
 	URL string
@@ -44,6 +52,9 @@ type Options struct {
 	// Backoff is the wait after the nth failed attempt. Default: Backoff.
 	Backoff func(attempt int) time.Duration
 	Clock   func() time.Time
+	// DBTimeout bounds each of the deliverer's transactions, the last at shutdown too
+	// (DB_TIMEOUT). Default 5 s.
+	DBTimeout time.Duration
 }
 
 // batch is how many deliveries, each of a different user, are attempted at once. With
@@ -82,6 +93,9 @@ func New(d *db.DB, opts Options) *Deliverer {
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
+	}
+	if opts.DBTimeout <= 0 {
+		opts.DBTimeout = 5 * time.Second
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -167,9 +181,13 @@ func (d *Deliverer) Run(ctx context.Context) {
 		}
 		rows, err := d.settleAndClaim(ctx, finished, free)
 		if err != nil {
-			d.opts.Log.WarnContext(ctx, "outbound deliveries could not be recorded or claimed; leases will run out and they will be sent again", "error", err)
+			// The finished attempts are kept and recorded by the next transaction that
+			// succeeds: while their leases hold nobody sends them again, and a delivery
+			// goes out twice only if the database stays away longer than the lease.
+			d.opts.Log.WarnContext(ctx, "outbound deliveries could not be recorded or claimed; trying again", "finished", len(finished), "error", err)
+		} else {
+			finished = finished[:0]
 		}
-		finished = finished[:0]
 		for _, r := range rows {
 			inFlight++
 			go func() { results <- d.attempt(context.WithoutCancel(ctx), r) }()
@@ -208,7 +226,7 @@ type settled struct {
 // claim due deliveries, at most one per user (the oldest pending of each), in one
 // transaction.
 func (d *Deliverer) settleAndClaim(ctx context.Context, finished []settled, claim int) ([]dbq.ClaimDeliveriesRow, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.DBTimeout)
 	defer cancel()
 	var claimed []dbq.ClaimDeliveriesRow
 	err := d.db.InTx(ctx, func(tx *sql.Tx) error {
@@ -331,7 +349,9 @@ func (d *Deliverer) post(ctx context.Context, r dbq.ClaimDeliveriesRow) error {
 	if err != nil {
 		return describeNetworkError(err)
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	bodyRead := time.AfterFunc(answerBodyWait, cancel) // a trickling body ends here
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, answerBodyLimit))
+	bodyRead.Stop()
 	resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("answered %d", resp.StatusCode)

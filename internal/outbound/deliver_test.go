@@ -5,7 +5,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"maps"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -20,7 +24,9 @@ import (
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/logcapture"
 	"github.com/tollgate/tollgate/internal/outbound/outboundtest"
+	"github.com/tollgate/tollgate/internal/tcpproxy"
 )
 
 // testEvent is the body the tests record: which user, and the how-manyth of theirs.
@@ -49,6 +55,18 @@ func record(t *testing.T, d *db.DB, users, perUser int, now time.Time) {
 // start runs a deliverer to the receiver until the test ends.
 func start(t *testing.T, d *db.DB, r *outboundtest.Receiver, opts Options) *Deliverer {
 	t.Helper()
+	del, _ := run(t, d, r, opts)
+	return del
+}
+
+// startStoppable is start, with a stop that returns once Run has.
+func startStoppable(t *testing.T, d *db.DB, r *outboundtest.Receiver, opts Options) (stop func()) {
+	t.Helper()
+	_, stop = run(t, d, r, opts)
+	return stop
+}
+
+func run(t *testing.T, d *db.DB, r *outboundtest.Receiver, opts Options) (*Deliverer, func()) {
 	opts.URL, opts.Key = r.URL, outboundtest.Key()
 	if opts.Backoff == nil {
 		opts.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
@@ -58,8 +76,9 @@ func start(t *testing.T, d *db.DB, r *outboundtest.Receiver, opts Options) *Deli
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { del.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return del
+	stop := func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return del, stop
 }
 
 // deliverDue claims what is due and attempts it, once.
@@ -184,10 +203,11 @@ func TestTwoInstancesDeliverEachEventOnce(t *testing.T) {
 	r := outboundtest.NewReceiver(t)
 	const users, perUser = 40, 5
 	record(t, one, users, perUser, time.Now())
-	start(t, one, r, Options{})
-	start(t, two, r, Options{})
+	stopOne := startStoppable(t, one, r, Options{})
+	stopTwo := startStoppable(t, two, r, Options{})
 	eventually(t, "all delivered", func() bool { return countStatus(t, one, Delivered) == users*perUser })
-	time.Sleep(100 * time.Millisecond) // a duplicate would be arriving now
+	stopOne() // Run returns once its attempts in flight have finished: a duplicate has arrived by now
+	stopTwo()
 	checkOrderAndOnce(t, r.Accepted(), users, perUser)
 	if r.Attempts() != users*perUser {
 		t.Errorf("%d attempts for %d events", r.Attempts(), users*perUser)
@@ -208,6 +228,10 @@ func TestTwoInstancesMovingAtOnceLeaseOneEventOfAUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
+	var firstPID int
+	if err := tx.QueryRow("select pg_backend_pid()").Scan(&firstPID); err != nil {
+		t.Fatal(err)
+	}
 	leased, err := moveRecorded(ctx, one, dbq.New(tx), batch, time.Now().Add(time.Minute))
 	if err != nil || len(leased) != 1 {
 		t.Fatalf("first instance leased %d, %v", len(leased), err)
@@ -227,7 +251,15 @@ func TestTwoInstancesMovingAtOnceLeaseOneEventOfAUser(t *testing.T) {
 		}
 		done <- got
 	}()
-	time.Sleep(200 * time.Millisecond)
+	// Commit only once Postgres says the second instance waits on the first's lock; had it
+	// not waited, it would have answered already, and the check below says what it leased.
+	eventually(t, "the second instance waiting for the first's move, or done", func() bool {
+		var blocked int
+		if err := one.QueryRow("select count(*) from pg_stat_activity where $1 = any(pg_blocking_pids(pid))", firstPID).Scan(&blocked); err != nil {
+			t.Fatal(err)
+		}
+		return blocked > 0 || len(done) > 0
+	})
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -239,19 +271,30 @@ func TestTwoInstancesMovingAtOnceLeaseOneEventOfAUser(t *testing.T) {
 func TestADeliveryWhoseInstanceDiedIsAttemptedOnceItsLeaseRunsOut(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
 		r := outboundtest.NewReceiver(t)
-		record(t, d, 1, 2, time.Now())
+		claimedAt := time.Now().UTC().Truncate(time.Millisecond)
+		record(t, d, 1, 2, claimedAt)
+		clock := claimedAt
+		at := func() time.Time { return clock }
 		// An instance claims the first event and dies before it answers.
-		dead := New(d, Options{URL: r.URL, Key: outboundtest.Key(), Lease: 300 * time.Millisecond})
+		dead := New(d, Options{URL: r.URL, Key: outboundtest.Key(), Lease: 30 * time.Second, Clock: at})
 		claimed, err := dead.settleAndClaim(context.Background(), nil, batch)
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("claimed %d, %v", len(claimed), err)
 		}
-		start(t, d, r, Options{})
-		time.Sleep(150 * time.Millisecond)
-		if n := r.Attempts(); n != 0 {
-			t.Fatalf("%d attempts while the lease holds", n)
+		live := New(d, Options{URL: r.URL, Key: outboundtest.Key(), Clock: at, Backoff: func(int) time.Duration { return 0 }})
+		clock = claimedAt.Add(30*time.Second - time.Millisecond)
+		if n, err := deliverDue(live); err != nil || n != 0 || r.Attempts() != 0 {
+			t.Fatalf("while the lease holds: %d claimed, %d attempts, %v", n, r.Attempts(), err)
 		}
-		eventually(t, "both delivered", func() bool { return countStatus(t, d, Delivered) == 2 })
+		clock = claimedAt.Add(30*time.Second + time.Millisecond)
+		for range 2 { // the first event, then the second, now that the first is delivered
+			if n, err := deliverDue(live); err != nil || n != 1 {
+				t.Fatalf("once the lease ran out: %d claimed, %v", n, err)
+			}
+		}
+		if countStatus(t, d, Delivered) != 2 {
+			t.Fatalf("%d delivered, want 2", countStatus(t, d, Delivered))
+		}
 		checkOrderAndOnce(t, r.Accepted(), 1, 2)
 	})
 }
@@ -393,4 +436,150 @@ func generatedQuery(t *testing.T, path, name string) string {
 		t.Fatalf("no query %s in %s", name, path)
 	}
 	return string(query[1])
+}
+
+// gatedReceiver accepts every delivery once open is closed, counting each webhook-id, and
+// says how many attempts are waiting at the gate.
+type gatedReceiver struct {
+	*httptest.Server
+	open    chan struct{}
+	mu      sync.Mutex
+	waiting int
+	got     map[string]int
+}
+
+func newGatedReceiver(t *testing.T) *gatedReceiver {
+	g := &gatedReceiver{open: make(chan struct{}), got: map[string]int{}}
+	g.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		g.waiting++
+		g.mu.Unlock()
+		<-g.open
+		g.mu.Lock()
+		g.got[r.Header.Get("webhook-id")]++
+		g.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(g.Close)
+	return g
+}
+
+func (g *gatedReceiver) count() (waiting int, got map[string]int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.waiting, maps.Clone(g.got)
+}
+
+// TestADatabaseCutWhileAttemptsAreInFlightSendsNothingTwice: attempts that succeed while
+// the database is away are recorded once it is back, before their leases run out; none is
+// sent again.
+func TestADatabaseCutWhileAttemptsAreInFlightSendsNothingTwice(t *testing.T) {
+	direct := dbtest.PostgresURL(t)
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := tcpproxy.New(t, u.Host)
+	u.Host = proxy.Addr
+	d := dbtest.Open(t, u.String())
+	const users = 20
+	record(t, d, users, 1, time.Now())
+	g := newGatedReceiver(t)
+	logs := &logcapture.Buffer{}
+	del := New(d, Options{URL: g.URL, Key: outboundtest.Key(), Lease: 3 * time.Second, Poll: 20 * time.Millisecond,
+		DBTimeout: time.Second, Log: slog.New(slog.NewTextHandler(logs, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); del.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	eventually(t, "every user's delivery in flight", func() bool { n, _ := g.count(); return n == users })
+	proxy.Cut()
+	close(g.open)
+	eventually(t, "a failed attempt to record them", func() bool { return strings.Contains(logs.String(), "could not be recorded") })
+	proxy.Start()
+	direct2 := dbtest.Open(t, direct)
+	eventually(t, "all recorded as delivered", func() bool { return countStatus(t, direct2, Delivered) == users })
+	cancel()
+	<-done
+	_, got := g.count()
+	for id, n := range got {
+		if n != 1 {
+			t.Errorf("webhook-id %s sent %d times", id, n)
+		}
+	}
+	if len(got) != users {
+		t.Errorf("%d deliveries received, want %d", len(got), users)
+	}
+}
+
+// TestTheLastRecordAtShutdownIsBoundedByDBTimeout: with the database stuck, a deliverer
+// told to stop gives its last transaction DBTimeout, not more.
+func TestTheLastRecordAtShutdownIsBoundedByDBTimeout(t *testing.T) {
+	direct := dbtest.PostgresURL(t)
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := tcpproxy.New(t, u.Host)
+	u.Host = proxy.Addr
+	d := dbtest.Open(t, u.String())
+	record(t, d, 1, 1, time.Now())
+	r := outboundtest.NewReceiver(t)
+	const dbTimeout = 500 * time.Millisecond
+	del := New(d, Options{URL: r.URL, Key: outboundtest.Key(), Poll: 20 * time.Millisecond, DBTimeout: dbTimeout})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); del.Run(ctx) }()
+	eventually(t, "the delivery attempted", func() bool { return r.Attempts() == 1 })
+	proxy.Stall()
+	defer proxy.Resume()
+	stopped := time.Now()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(dbTimeout + 5*time.Second):
+		t.Fatalf("Run still waits %v after it was stopped, with DBTimeout %v", time.Since(stopped), dbTimeout)
+	}
+	t.Logf("stopped %v after cancel", time.Since(stopped))
+}
+
+// TestAReceiverThatTricklesItsAnswerDoesNotHoldTheAttempt: a 2xx status delivers; a body
+// trickled after it is read for a second at most, not for the attempt's whole Timeout.
+func TestAReceiverThatTricklesItsAnswerDoesNotHoldTheAttempt(t *testing.T) {
+	d := dbtest.SQLite(t)
+	record(t, d, 1, 1, time.Now())
+	gone := make(chan int, 1) // bytes trickled before the sender went away
+	trickler := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		for n := 0; ; n++ {
+			if _, err := w.Write([]byte("x")); err != nil {
+				gone <- n
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				gone <- n
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}))
+	defer trickler.Close()
+	del := New(d, Options{URL: trickler.URL, Key: outboundtest.Key()})
+	started := time.Now()
+	if n, err := deliverDue(del); err != nil || n != 1 {
+		t.Fatalf("attempted %d, %v", n, err)
+	}
+	took := time.Since(started)
+	if countStatus(t, d, Delivered) != 1 {
+		t.Fatal("a 200 with a trickled body was not recorded as delivered")
+	}
+	if took >= Timeout/2 {
+		t.Fatalf("the attempt took %v: it waited for the trickled body", took)
+	}
+	if n := <-gone; n > 2*int(answerBodyWait/(50*time.Millisecond)) {
+		t.Fatalf("%d bytes were read after the status", n)
+	}
 }
