@@ -4,6 +4,7 @@
 package api
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/problem"
 	"github.com/tollgate/tollgate/internal/ratelimit"
+	"github.com/tollgate/tollgate/internal/route"
 	"github.com/tollgate/tollgate/internal/servicekeys"
 )
 
@@ -48,8 +50,19 @@ func New(opts Options) *API {
 	}
 	a := &API{opts: opts, inner: http.NewServeMux()}
 	a.huma = humago.New(a.inner, Config())
+	a.huma.OpenAPI().OnAddOperation = append(a.huma.OpenAPI().OnAddOperation, refuseOutsideV1)
 	a.register(a.huma)
 	return a
+}
+
+// refuseOutsideV1 panics, at start-up, on an operation whose path is not under /api/v1/:
+// only /api/* reaches the API's mux, so it would answer nothing but 404, silently.
+// net/http's mux panics on a bad pattern the same way.
+func refuseOutsideV1(_ *huma.OpenAPI, op *huma.Operation) {
+	if !strings.HasPrefix(op.Path, "/api/v1/") {
+		panic(fmt.Sprintf("tollgate: operation %s %s is outside /api/v1: only paths under /api/v1/ are served (did you mean %q?)",
+			op.Method, op.Path, "/api/v1/"+strings.TrimLeft(op.Path, "/")))
+	}
 }
 
 // Huma is the /api/v1 API: operations registered on it before Routes are served behind the
@@ -64,7 +77,15 @@ func (a *API) Routes(mux *http.ServeMux) {
 	a.inner.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNoRoute)
 	})
-	mux.Handle("/api/", a.guard(a.inner))
+	guarded := a.guard(a.inner)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		// The operation's pattern, for the access log and metrics, before the guard: a
+		// refused or throttled request counts against the route it asked for too.
+		if _, pattern := a.inner.Handler(r); pattern != "/api/" {
+			route.Record(r, pattern, "")
+		}
+		guarded.ServeHTTP(w, r)
+	})
 
 	if a.opts.SwaggerUI {
 		docs := docsHandler(a.huma.OpenAPI())

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/danielgtaylor/huma/v2"
+
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
@@ -93,4 +95,24 @@ func TestServiceKeys(t *testing.T) {
 			t.Fatal("a service key reached the log")
 		}
 	})
+}
+
+// TestAnOperationOutsideV1PanicsAtRegistration: only /api/* reaches the API, so an
+// operation elsewhere would be a silent 404; registering it panics, naming the fix.
+func TestAnOperationOutsideV1PanicsAtRegistration(t *testing.T) {
+	a := New(Options{})
+	for _, path := range []string{"/exports", "/api/v2/exports", "/apiv1/x"} {
+		func() {
+			defer func() {
+				msg, _ := recover().(string)
+				if !strings.Contains(msg, "POST "+path+" is outside /api/v1") || !strings.Contains(msg, "did you mean") {
+					t.Errorf("registering POST %s: panic %q", path, msg)
+				}
+			}()
+			huma.Register(a.Huma(), huma.Operation{Method: http.MethodPost, Path: path},
+				func(context.Context, *struct{}) (*struct{}, error) { return nil, nil })
+		}()
+	}
+	huma.Register(a.Huma(), huma.Operation{Method: http.MethodPost, Path: "/api/v1/exports"},
+		func(context.Context, *struct{}) (*struct{}, error) { return nil, nil })
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tollgate/tollgate/internal/problem"
-	"github.com/tollgate/tollgate/internal/web"
+	"github.com/tollgate/tollgate/internal/route"
 )
 
 type requestIDKey struct{}
@@ -126,26 +126,28 @@ func (s *Server) withAccessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
-		ctx, form := web.WithRoute(r.Context())
+		ctx, matched := route.With(r.Context())
 		r = r.WithContext(ctx)
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		// The API routes again inside huma; its mount pattern names it. The forms tell
-		// the route they matched, one of a fixed set, so the label set stays bounded.
-		route := r.Pattern
+		// The forms and the API route again in muxes of their own and tell the route they
+		// matched, one of a fixed set of patterns, so the label set stays bounded.
+		pattern := r.Pattern
 		attrs := []any{"method", r.Method}
 		switch {
-		case route == "":
-			route = "unmatched"
-		case route == "/" && form.Pattern != "":
-			route = form.Pattern
-			attrs = append(attrs, "path", form.Path)
+		case matched.Pattern != "":
+			pattern = matched.Pattern
+			if matched.Path != "" {
+				attrs = append(attrs, "path", matched.Path)
+			}
+		case pattern == "":
+			pattern = "unmatched"
 		}
 		elapsed := time.Since(start)
-		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
-		s.metrics.duration.WithLabelValues(route).Observe(elapsed.Seconds())
-		s.env.log.InfoContext(r.Context(), "request", append(attrs, "route", route, "status", rec.status, "duration", elapsed)...)
+		s.metrics.requests.WithLabelValues(pattern, strconv.Itoa(rec.status)).Inc()
+		s.metrics.duration.WithLabelValues(pattern).Observe(elapsed.Seconds())
+		s.env.log.InfoContext(r.Context(), "request", append(attrs, "route", pattern, "status", rec.status, "duration", elapsed)...)
 	})
 }

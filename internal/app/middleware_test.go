@@ -1,9 +1,12 @@
 package app
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/tollgate/tollgate/internal/identity/identitytest"
 )
 
 // The access log names each form page by the route it matched, with its path but never a
@@ -35,5 +38,42 @@ func TestAccessLogNamesFormRoutes(t *testing.T) {
 		if strings.Contains(logs, secret) {
 			t.Errorf("the access log holds %q", secret)
 		}
+	}
+}
+
+// TestAPIRequestsAreCountedByOperation: metrics and the access log name each /api/*
+// request by the operation's pattern, refused ones included, never by the raw path (a user
+// id) nor all as "/api/".
+func TestAPIRequestsAreCountedByOperation(t *testing.T) {
+	fake := identitytest.New(t)
+	env := testEnv(t, map[string]string{"AUTH_URL": fake.URL})
+	stop := startServe(t, env)
+	base := "http://" + env["ADDR"]
+	const user = "5a4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d"
+	for _, path := range []string{"/api/v1/me", "/api/v1/users/" + user + "/entitlements", "/api/v1/nothing"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	_, logs := stop()
+	for _, want := range []string{
+		`tollgate_http_requests_total{route="GET /api/v1/me",status="401"} 1`,
+		`tollgate_http_requests_total{route="GET /api/v1/users/{user_id}/entitlements",status="401"} 1`,
+		`tollgate_http_requests_total{route="/api/",status="401"} 1`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if !strings.Contains(logs, `route="GET /api/v1/me" status=401`) || strings.Contains(logs, user+"/entitlements") {
+		t.Errorf("the access log does not name the API operation, or names the raw path:\n%s", logs)
 	}
 }
