@@ -15,6 +15,7 @@ package tollgate
 import (
 	"context"
 	"io"
+	"net/http"
 	"os"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -67,17 +68,32 @@ func (a *App) OnBillingChange(fn func(ctx context.Context, userID string)) {
 }
 
 // Entitlements is a user's position now: [Entitlements.Subscribed], [Entitlements.Plan],
-// [Entitlements.Entitled] and [Entitlements.Limit].
+// [Entitlements.Entitled] and [Entitlements.Limit]. Answers are kept in memory for at most
+// BILLING_ANSWER_MAX_AGE and dropped as soon as anything they are made of changes.
 func (a *App) Entitlements(ctx context.Context, userID string) (Entitlements, error) {
-	return a.server.Billing().Entitlements(ctx, userID)
+	e, err := a.server.Billing().Entitlements(ctx, userID)
+	if err != nil {
+		return Entitlements{}, err
+	}
+	return entitlementsOf(e), nil
 }
 
 // RecordUsage adds amount to the user's counter of the metered entitlement name in this
 // billing period, atomically; past the plan's limit it changes nothing and returns
 // ErrLimitExceeded, without such an entitlement ErrNotEntitled.
 func (a *App) RecordUsage(ctx context.Context, userID, name string, amount int64) (Usage, error) {
-	return a.server.Billing().RecordUsage(ctx, userID, name, amount)
+	u, err := a.server.Billing().RecordUsage(ctx, userID, name, amount)
+	return Usage(u), err
 }
+
+// Handler is the whole HTTP surface, the one Run serves, for tests of an app's own
+// operations with net/http/httptest (see package tollgatetest) without a listener. Close
+// the App when done with it.
+func (a *App) Handler() http.Handler { return a.server.Handler() }
+
+// Close releases the database and Redis of an App that will not Run, such as one whose
+// Handler a test served; Run releases them itself.
+func (a *App) Close() error { return a.server.Close() }
 
 // Run serves on ADDR until ctx ends, then stops gracefully (SHUTDOWN_TIMEOUT) and releases
 // the database. An App runs once.
@@ -89,12 +105,6 @@ type User = api.User
 // CurrentUser is the signed-in user of an /api/v1 request; ok is false for a request made
 // with a service key.
 func CurrentUser(ctx context.Context) (user User, ok bool) { return api.CurrentUser(ctx) }
-
-// Entitlements is a user's billing position.
-type Entitlements = billing.Entitlements
-
-// Usage is a metered counter after recording.
-type Usage = billing.Usage
 
 // Refusals of RecordUsage, and for your own operations (see Problem).
 var (

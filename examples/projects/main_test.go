@@ -1,59 +1,46 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"net"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/tollgate/tollgate/internal/identity"
-	"github.com/tollgate/tollgate/internal/identity/identitytest"
-	"github.com/tollgate/tollgate/internal/logcapture"
+	"github.com/tollgate/tollgate"
+	"github.com/tollgate/tollgate/tollgatetest"
 )
 
-// TestProjectsApp boots the example against the identity fake: its endpoints answer by
-// the user's plan, its operations are in the OpenAPI document it serves, and its billing
-// hook logs the user whose billing changed.
+// TestProjectsApp tests the example as an app of yours would, with the public test kit
+// only: its endpoints answer by the user's plan, its operations are in the OpenAPI document
+// it serves, and its billing hook logs the user whose billing changed.
 func TestProjectsApp(t *testing.T) {
-	fake := identitytest.New(t)
-	free, pro := fake.AddUser("free@example.test", "password1"), fake.AddUser("pro@example.test", "password1")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	idp, err := tollgatetest.NewIdentity()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	env := map[string]string{
-		"APP_ENV": "development", "ADDR": addr, "PUBLIC_URL": "http://" + addr, "AUTH_URL": fake.URL,
-		"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "projects.db"), "PLANS_FILE": "../../config/plans.yml",
-		"WEB_WEBHOOK_SECRET": "whsec_example", "MOBILE_WEBHOOK_SECRET": "mobile-example",
+	defer idp.Close()
+	free, _ := idp.Token("free@example.test")
+	pro, _ := idp.Token("pro@example.test")
+	var logs syncBuffer
+	// In development, New syncs the plans file into the database, as serve does.
+	settings := tollgatetest.NewEnv(idp, map[string]string{"APP_ENV": "development", "PLANS_FILE": "../../config/plans.yml"})
+	app, err := tollgate.New(context.Background(), settings.Get, &logs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var logs logcapture.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, func(k string) string { return env[k] }, &logs) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("the app stopped with %v", err)
-		}
-	})
-	base := env["PUBLIC_URL"]
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the app did not come up: %s", logs.String())
-		}
-	}
+	defer app.Close()
+	register(app, slog.New(slog.NewTextHandler(&logs, nil)))
+	srv := httptest.NewServer(app.Handler())
+	defer srv.Close()
+	base := srv.URL
 
 	// The pro user buys on the mobile store: a webhook, and the hook logs them.
 	started, err := os.ReadFile("../../internal/billing/testdata/mobile/subscription_started.json")
@@ -67,7 +54,7 @@ func TestProjectsApp(t *testing.T) {
 	event["event_properties"].(map[string]any)["subscription_expires_at"] = time.Now().Add(30 * 24 * time.Hour).UTC().Format("2006-01-02T15:04:05.000000-0700")
 	body, _ := json.Marshal(event)
 	req, _ := http.NewRequest(http.MethodPost, base+"/billing/webhooks/mobile", strings.NewReader(string(body)))
-	req.Header.Set("Authorization", env["MOBILE_WEBHOOK_SECRET"])
+	req.Header.Set("Authorization", tollgatetest.MobileWebhookSecret)
 	if status, _ := do(t, req); status != http.StatusOK {
 		t.Fatalf("mobile webhook: %d", status)
 	}
@@ -76,11 +63,8 @@ func TestProjectsApp(t *testing.T) {
 	}
 
 	token := func(email string) string {
-		s, err := identity.New(fake.URL, "", nil).SignInWithPassword(context.Background(), email, "password1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return "Bearer " + s.AccessToken
+		_, token := idp.Token(email)
+		return "Bearer " + token
 	}
 	call := func(method, path, authorization string) (int, string) {
 		req, _ := http.NewRequest(method, base+path, nil)
@@ -116,4 +100,22 @@ func do(t *testing.T, req *http.Request) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
+}
+
+// syncBuffer keeps what the app logs, written from its goroutines, for the test to read.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

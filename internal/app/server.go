@@ -175,11 +175,17 @@ func (s *Server) API() huma.API { return s.api.Huma() }
 // Billing is the billing domain: entitlements, usage, and the billing change hooks.
 func (s *Server) Billing() *billing.Service { return s.billing }
 
+// Close releases the database and Redis, for a server that will not serve (a test of its
+// Handler); ListenAndServe releases them itself.
+func (s *Server) Close() error {
+	s.throttles.Close()
+	return s.db.Close()
+}
+
 // ListenAndServe listens on ADDR and serves until ctx ends (see Serve), then releases the
 // database and Redis.
 func (s *Server) ListenAndServe(ctx context.Context) error {
-	defer s.db.Close()
-	defer s.throttles.Close()
+	defer s.Close()
 	listener, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return err

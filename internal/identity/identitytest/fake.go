@@ -142,9 +142,19 @@ type fakeError struct {
 
 // New starts a fake on a loopback port, stopped when the test ends.
 func New(t testing.TB) *Fake {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	f, err := Start()
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(f.Server.Close)
+	return f
+}
+
+// Start starts a fake on a loopback port; Server.Close stops it.
+func Start() (*Fake, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
 	}
 	f := &Fake{
 		TokenTTL: time.Hour, Delay: 5 * time.Second, key: key, kid: "fake-key-1",
@@ -155,8 +165,7 @@ func New(t testing.TB) *Fake {
 	}
 	f.Server = httptest.NewServer(f.handler())
 	f.URL = f.Server.URL + "/auth/v1"
-	t.Cleanup(f.Server.Close)
-	return f
+	return f, nil
 }
 
 // SetMode switches failure modes (Healthy, Down, Slow, Garbage).
@@ -191,6 +200,18 @@ func (f *Fake) addUser(email, phone, password string, confirmed bool) *user {
 		f.users[phone] = u
 	}
 	return u
+}
+
+// Token signs email in, creating a confirmed user if there is none, and returns the user's
+// id and an access token, as a client holding a session would send it.
+func (f *Fake) Token(email string) (userID, accessToken string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u := f.users[email]
+	if u == nil {
+		u = f.addUser(email, "", randomHex(16), true)
+	}
+	return u.ID, f.newSession(u)["access_token"].(string)
 }
 
 // Calls is how many requests reached path (e.g. "/token", or "/token?grant_type=refresh_token").
