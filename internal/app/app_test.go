@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,11 +26,11 @@ const (
 	mobileSecret = "mobile_app_test"
 )
 
-// testEnv is a complete environment for Run: a fresh SQLite file, the sample plans, a free
-// loopback port.
+// testEnv is a complete environment for Run: a fresh SQLite file, the sample plans, a
+// loopback port held open for the server (holdAddr).
 func testEnv(t *testing.T, extra map[string]string) map[string]string {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := holdAddr(t)
 	m := map[string]string{
 		"APP_ENV":               "test",
 		"ADDR":                  addr,
@@ -45,15 +44,6 @@ func testEnv(t *testing.T, extra map[string]string) map[string]string {
 		m[k] = v
 	}
 	return m
-}
-
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // billingOnlyProduction is a production environment that passes the start-up checks
@@ -114,18 +104,32 @@ func TestMigrateAndPlansSyncCommands(t *testing.T) {
 	}
 }
 
-// startServe runs "tollgate serve" in the background and waits until it answers.
+// startServe runs "tollgate serve" in the background, on the listener held for its ADDR
+// (holdAddr), and waits until it answers.
 func startServe(t *testing.T, env map[string]string) (stop func() (int, string)) {
+	t.Helper()
+	stop, _ = startServeLogs(t, env)
+	return stop
+}
+
+// startServeLogs is startServe that can also read the server's log while it runs.
+func startServeLogs(t *testing.T, vars map[string]string) (stop func() (int, string), logs func() string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr logcapture.Buffer
 	done := make(chan int, 1)
+	ln := takeListener(vars["ADDR"])
 	go func() {
-		done <- Run(ctx, []string{"serve"}, func(k string) string { return env[k] }, io.Discard, &stderr)
+		e := env{getenv: func(k string) string { return vars[k] }, stdout: io.Discard, stderr: &stderr, listener: ln}
+		done <- exitCode(run(ctx, []string{"serve"}, e), &stderr)
+		if ln != nil {
+			ln.Close() // a serve that failed to start leaves it open
+		}
 	}()
 	deadline := time.Now().Add(10 * time.Second)
+	poll := &http.Client{Timeout: 2 * time.Second}
 	for {
-		resp, err := http.Get("http://" + env["ADDR"] + "/healthz")
+		resp, err := poll.Get("http://" + vars["ADDR"] + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			break
@@ -154,7 +158,7 @@ func startServe(t *testing.T, env map[string]string) (stop func() (int, string))
 		return code, stderr.String()
 	}
 	t.Cleanup(func() { stop() })
-	return stop
+	return stop, stderr.String
 }
 
 func TestServeEndToEnd(t *testing.T) {
@@ -483,18 +487,23 @@ func TestMetricsListener(t *testing.T) {
 	}{
 		{"development default", map[string]string{"APP_ENV": "development"}, true, false},
 		{"production default", billingOnlyProduction(nil), false, false},
-		{"production with METRICS_ADDR", billingOnlyProduction(map[string]string{"METRICS_ADDR": freeAddr(t)}), false, true},
-		{"development with METRICS_ADDR", map[string]string{"APP_ENV": "development", "METRICS_ADDR": freeAddr(t)}, false, true},
+		// Port 0: the server logs the port it was given.
+		{"production with METRICS_ADDR", billingOnlyProduction(map[string]string{"METRICS_ADDR": "127.0.0.1:0"}), false, true},
+		{"development with METRICS_ADDR", map[string]string{"APP_ENV": "development", "METRICS_ADDR": "127.0.0.1:0"}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := testEnv(t, tc.env)
-			stop := startServe(t, env)
+			stop, logs := startServeLogs(t, env)
 			status, body := get("http://" + env["ADDR"] + "/metrics")
 			if onMain := status == http.StatusOK && strings.Contains(body, "go_goroutines"); onMain != tc.main {
 				t.Errorf("/metrics on the main port: %d", status)
 			}
 			if tc.env["METRICS_ADDR"] != "" {
-				status, body = get("http://" + tc.env["METRICS_ADDR"] + "/metrics")
+				bound := regexp.MustCompile(`metrics listening.*?addr"?[=:]"?([0-9.]+:[0-9]+)`).FindStringSubmatch(logs())
+				if bound == nil {
+					t.Fatalf("no metrics listening line:\n%s", logs())
+				}
+				status, body = get("http://" + bound[1] + "/metrics")
 				if onPrivate := status == http.StatusOK && strings.Contains(body, "tollgate_http_requests_total"); onPrivate != tc.private {
 					t.Errorf("/metrics on METRICS_ADDR: %d", status)
 				}

@@ -51,7 +51,7 @@ func TestBillingBackfillCommandLine(t *testing.T) {
 		{[]string{"web", "--since", "yesterday"}, "--since: want an RFC 3339 time"},
 	} {
 		code, _, errOut := runCmd(ctx, env, append([]string{"billing", "backfill"}, tc.args...)...)
-		if code != 1 || !strings.Contains(errOut, tc.want) {
+		if code != 2 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "Usage: tollgate billing backfill") {
 			t.Errorf("%v: exit %d %q, want %q", tc.args, code, errOut, tc.want)
 		}
 	}

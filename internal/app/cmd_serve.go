@@ -25,6 +25,10 @@ func serve(ctx context.Context, e env) error {
 	if err != nil {
 		return err
 	}
+	if e.listener != nil {
+		defer srv.Close()
+		return srv.Serve(ctx, e.listener)
+	}
 	return srv.ListenAndServe(ctx)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"maps"
 	"net/url"
 	"os/exec"
 	"path/filepath"
@@ -32,13 +33,14 @@ func screenshotAtWidths(name string) chromedp.Action[chromedp.Void] {
 func TestBrowserFirstRunWithoutAccounts(t *testing.T) {
 	ctx := browser(t)
 	bin := buildBinary(t)
-	addr := freeAddr(t)
+	addr := holdAddr(t)
 	vars := map[string]string{"PORT": addr[strings.LastIndex(addr, ":")+1:], "DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "first.db")}
+	commandVars := maps.Clone(vars)
 	tollgate := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(bin, args...)
 		cmd.Dir = "../.."
-		for k, v := range vars {
+		for k, v := range commandVars {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 		out, err := cmd.CombinedOutput()
@@ -47,6 +49,7 @@ func TestBrowserFirstRunWithoutAccounts(t *testing.T) {
 		}
 		return string(out)
 	}
+	vars["ADDR"] = addr                        // for startProcessIn to find the held listener
 	p := startProcessIn(t, "../..", bin, vars) // the repository root, as a fresh clone runs it
 	waitFor(t, func() bool { return healthcheckExit(t, bin, addr) == 0 })
 	base := "http://localhost:" + vars["PORT"]

@@ -87,6 +87,13 @@ func startProcessIn(t *testing.T, dir, bin string, env map[string]string) *proce
 	for k, v := range env {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)
 	}
+	// The listener held for ADDR becomes the process's file descriptor 3 (LISTEN_FDS).
+	listener := listenerFile(t, env["ADDR"])
+	if listener != nil {
+		p.cmd.ExtraFiles = []*os.File{listener}
+		p.cmd.Env = append(p.cmd.Env, "LISTEN_FDS=1")
+		defer listener.Close()
+	}
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -127,10 +134,11 @@ func TestTwoInstancesBehaveAsOne(t *testing.T) {
 		// Production's start-up checks: a public https address, and an identity service for
 		// the API, whose throttles are counted here (no token ever reaches it).
 		"PUBLIC_URL": "https://billing.example.test", "AUTH_URL": "http://127.0.0.1:9",
+		"PLANS_FILE": "../../config/plans.yml",
 	}
 	var procs []*process
 	for range 2 { // both at once, on an empty database
-		env := map[string]string{"ADDR": freeAddr(t)}
+		env := map[string]string{"ADDR": holdAddr(t)}
 		for k, v := range base {
 			env[k] = v
 		}
@@ -236,7 +244,7 @@ func TestSyncEngineStartUpErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(bin, "serve")
 			cmd.Env = []string{"APP_ENV=production", "PUBLIC_URL=https://billing.example.test", "FORMS=off", "API=off",
-				"WEB_INGESTION=sync_engine", "MOBILE_WEBHOOK_SECRET=m", "DATABASE_URL=" + tc.dbURL, "ADDR=" + freeAddr(t)}
+				"WEB_INGESTION=sync_engine", "MOBILE_WEBHOOK_SECRET=m", "DATABASE_URL=" + tc.dbURL, "ADDR=127.0.0.1:0"}
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()

@@ -181,9 +181,13 @@ func TestSIGTERMUnderLoadWithAStuckDatabase(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(time.Second)
+	counted := func(cond func() bool) func() bool {
+		return func() bool { mu.Lock(); defer mu.Unlock(); return cond() }
+	}
+	waitFor(t, counted(func() bool { return len(accepted) >= 20 })) // under load
 	proxy.Stall()
-	time.Sleep(200 * time.Millisecond) // requests are now in flight on the stuck database
+	// A 503 says requests reach the stuck database and wait out DB_TIMEOUT there.
+	waitFor(t, counted(func() bool { return statuses[http.StatusServiceUnavailable] > 0 }))
 	start := time.Now()
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	var exitErr error
@@ -242,11 +246,17 @@ func TestOutageUnderLoadLosesNothing(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(time.Second)
+	counted := func(cond func() bool) func() bool {
+		return func() bool { mu.Lock(); defer mu.Unlock(); return cond() }
+	}
+	waitFor(t, counted(func() bool { return len(accepted) >= 50 })) // under load
 	proxy.Cut()
-	time.Sleep(5 * time.Second)
+	// The outage lasts until every sender has been refused a few times over.
+	waitFor(t, counted(func() bool { return len(refused) >= 48 }))
 	proxy.Start()
-	time.Sleep(2 * time.Second)
+	before := 0
+	counted(func() bool { before = len(accepted); return true })()
+	waitFor(t, counted(func() bool { return len(accepted) >= before+50 })) // recovered, without a restart
 	stopSending()
 	wait()
 	if len(refused) == 0 {

@@ -79,6 +79,7 @@ func TestOneBillingAnswerEverywhere(t *testing.T) {
 					Provider     string
 					Plan         struct{ Key, Name string }
 					Entitlements map[string]any
+					Usage        map[string]struct{ Used, Limit int64 }
 				}
 			}
 			json.NewDecoder(resp.Body).Decode(&me)
@@ -106,6 +107,9 @@ func TestOneBillingAnswerEverywhere(t *testing.T) {
 				chip := name
 				if n, ok := v.(float64); ok {
 					chip = fmt.Sprintf("%s: %d", name, int64(n))
+					if u, metered := b.Usage[name]; metered { // this period's use of the limit
+						chip = fmt.Sprintf("%s: %d of %d", name, u.Used, u.Limit)
+					}
 				} else if v != true {
 					continue
 				}

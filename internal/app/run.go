@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +82,9 @@ type env struct {
 	// devEnvLooked is where .env.development was looked for and not found ("" if it was
 	// found or not wanted): serve says so.
 	devEnvLooked string
+	// listener, when set, is where serve serves instead of listening on ADDR: tests pass
+	// one they opened, so that no port is picked, closed and hoped to be free still.
+	listener net.Listener
 }
 
 // errUsage is returned after usage text was printed for --help; it means "exit 0".
@@ -100,7 +104,11 @@ func (e *usageError) Error() string { return e.err.Error() }
 
 // Run executes one command and returns the process exit code.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	err := run(ctx, args, getenv, stdout, stderr)
+	return exitCode(run(ctx, args, env{getenv: getenv, stdout: stdout, stderr: stderr}), stderr)
+}
+
+// exitCode prints what err says, if anything, and returns the exit code it means.
+func exitCode(err error, stderr io.Writer) int {
 	var bad *usageError
 	switch {
 	case err == nil, errors.Is(err, errUsage):
@@ -116,33 +124,35 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// run runs the command args name in e, which holds the caller's getenv, stdout, stderr
+// and listener; the configuration is parsed here.
+func run(ctx context.Context, args []string, e env) error {
 	if len(args) == 0 {
 		return &usageError{errors.New("no command given"), mainUsage()}
 	}
 	if isHelp(args[0]) {
-		return help(stdout, args[1:])
+		return help(e.stdout, args[1:])
 	}
 	s, rest, err := lookup(args)
 	if err != nil {
 		if len(args) > 1 && isHelp(args[1]) && len(groupOf(args[0])) > 0 {
-			return help(stdout, args[:1]) // "plans --help"
+			return help(e.stdout, args[:1]) // "plans --help"
 		}
 		return err
 	}
-	c, err := parseFlags(s, rest, stdout)
+	c, err := parseFlags(s, rest, e.stdout)
 	if err != nil {
 		return err
 	}
-	e := env{getenv: getenv, args: c.values, stdout: stdout, stderr: stderr}
+	e.args = c.values
 	if c.bare {
 		return c.run(ctx, e)
 	}
-	e.getenv, e.cfg, e.devEnvLooked, err = loadConfig(getenv)
+	e.getenv, e.cfg, e.devEnvLooked, err = loadConfig(e.getenv)
 	if err != nil {
 		return err
 	}
-	e.log = newLogger(e.cfg, stderr)
+	e.log = newLogger(e.cfg, e.stderr)
 	return c.run(ctx, e)
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -145,15 +146,16 @@ func start(ctx context.Context, e env) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
+	d, err := openDB(ctx, e, e.cfg.AutoMigrate)
+	if err != nil {
+		return nil, err
+	}
 	plans, plansErr := billing.LoadPlans(e.cfg.PlansFile)
 	if plansErr != nil && e.cfg.Env == config.Production {
 		// In production a plans file that cannot be read would leave every paid event
 		// unresolved: stop, naming the file, the line and the key (LoadPlans says them).
+		d.Close()
 		return nil, fmt.Errorf("PLANS_FILE: %w", plansErr)
-	}
-	d, err := openDB(ctx, e, e.cfg.AutoMigrate)
-	if err != nil {
-		return nil, err
 	}
 	srv, err := NewServer(ctx, e, d)
 	if err != nil {
@@ -186,11 +188,26 @@ func (s *Server) Close() error {
 // database and Redis.
 func (s *Server) ListenAndServe(ctx context.Context) error {
 	defer s.Close()
-	listener, err := net.Listen("tcp", s.cfg.Addr)
+	listener, err := s.listen()
 	if err != nil {
 		return err
 	}
 	return s.Serve(ctx, listener)
+}
+
+// listen opens ADDR, or takes the listening socket the process was started with (fd 3)
+// when LISTEN_FDS says there is one, as systemd's socket activation and tests pass it.
+func (s *Server) listen() (net.Listener, error) {
+	if !s.cfg.ListenFD {
+		return net.Listen("tcp", s.cfg.Addr)
+	}
+	f := os.NewFile(3, "LISTEN_FDS socket")
+	defer f.Close() // FileListener holds a duplicate
+	listener, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("LISTEN_FDS: file descriptor 3 is not a listening socket: %w", err)
+	}
+	return listener, nil
 }
 
 // syncDevPlans keeps a development database in step with the sample plans file, so the

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,10 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// MetricsAddr, when set, is the only listener that serves /metrics.
 	MetricsAddr string
+	// ListenFD: serve on the listening socket the process was started with, file
+	// descriptor 3, instead of opening Addr: LISTEN_FDS=1, as systemd's socket activation
+	// sets it (with LISTEN_PID, which must then be this process's id).
+	ListenFD bool
 
 	AuthURL         string
 	AuthAPIKey      string
@@ -184,6 +189,13 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.ShutdownTimeout = duration("SHUTDOWN_TIMEOUT", 25*time.Second)
 	c.MetricsAddr = get("METRICS_ADDR", "")
+	switch fds, pid := get("LISTEN_FDS", ""), get("LISTEN_PID", ""); {
+	case fds == "":
+	case fds != "1":
+		fail("LISTEN_FDS", "want 1 (one listening socket, file descriptor 3), got %q", fds)
+	case pid == "" || pid == strconv.Itoa(os.Getpid()):
+		c.ListenFD = true
+	}
 
 	c.AuthURL = strings.TrimRight(get("AUTH_URL", ""), "/")
 	c.AuthAPIKey = get("AUTH_API_KEY", "")
