@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -235,5 +237,27 @@ func TestDevelopmentIdentityService(t *testing.T) {
 				t.Fatalf("ServeProblems %v, want it to name %s", err, tc.refusedBy)
 			}
 		})
+	}
+}
+
+// TestEveryVariableIsDocumented: each variable Load reads has a row in
+// docs/configuration.md, so the reference cannot fall behind the code.
+func TestEveryVariableIsDocumented(t *testing.T) {
+	source, err := os.ReadFile("config.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := regexp.MustCompile(`(?:get|boolean|duration)\("([A-Z][A-Z0-9_]+)"`).FindAllStringSubmatch(string(source), -1)
+	if len(read) < 30 {
+		t.Fatalf("found only %d variables read in config.go", len(read))
+	}
+	for _, m := range read {
+		if !regexp.MustCompile("(?m)^\\| `" + m[1] + "`").Match(doc) && !strings.Contains(string(doc), "`"+m[1]+"`, ") {
+			t.Errorf("%s is read by config.Load but has no row in docs/configuration.md", m[1])
+		}
 	}
 }
