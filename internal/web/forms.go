@@ -19,7 +19,7 @@ const (
 	msgCheckEmail         = "Check your email to confirm your account"
 	msgResetSent          = "If that address has an account, we sent instructions to reset your password."
 	msgCodeSent           = "We sent you a code"
-	msgLinkSent           = "We sent you an email: follow its link, or enter the code if the email shows one."
+	msgLinkSent           = "We sent you an email."
 	msgPasswordUpdated    = "Your password has been updated"
 	msgSignedOut          = "You have been signed out."
 	msgSessionEnded       = "Your session has ended. Please sign in again."
