@@ -53,6 +53,47 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
+// tab drives the browser for one test: each step within 20 s, failures saying where the
+// page was.
+type tab struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+}
+
+// newTab starts the browser (without a deadline: the first start takes a while).
+func newTab(t *testing.T, ctx context.Context, base string) tab {
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	return tab{t, ctx, base}
+}
+
+// location is the page's URL without the base.
+func (b tab) location() string {
+	u, _ := chromedp.Run(b.ctx, chromedp.Location())
+	return strings.TrimPrefix(u, b.base)
+}
+
+// text is the text of the element sel selects.
+func (b tab) text(sel string) string {
+	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("read %s: %v (at %s)", sel, err, b.location())
+	}
+	return s
+}
+
+// run does the steps of one named step.
+func (b tab) run(step string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v (at %s)", step, err, b.location())
+	}
+}
+
 func screenshot(name string) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
 		png, err := chromedp.FullScreenshot(100)(ctx, t)
@@ -76,28 +117,8 @@ func TestBrowserJourneys(t *testing.T) {
 	startServe(t, env)
 	base := env["PUBLIC_URL"]
 
-	location := func() string {
-		u, _ := chromedp.Run(ctx, chromedp.Location())
-		return strings.TrimPrefix(u, base)
-	}
-	textOf := func(sel string) string {
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("read %s: %v (at %s)", sel, err, location())
-		}
-		return s
-	}
-	run := func(step string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		if err := chromedp.Do(stepCtx, steps...); err != nil {
-			t.Fatalf("%s: %v (at %s)", step, err, location())
-		}
-	}
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil { // starts the browser without a deadline
-		t.Fatal(err)
-	}
+	tab := newTab(t, ctx, base)
+	location, textOf, run := tab.location, tab.text, tab.run
 
 	t.Run("sign-up lands on the account page", func(t *testing.T) {
 		fake.Autoconfirm = true

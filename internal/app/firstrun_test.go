@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -57,24 +56,8 @@ func TestBrowserFirstRunWithoutAccounts(t *testing.T) {
 		t.Fatalf("no start-up line for the development identity service:\n%s", p.stderr.String())
 	}
 
-	textOf := func(sel string) string {
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("read %s: %v", sel, err)
-		}
-		return s
-	}
-	run := func(step string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		if err := chromedp.Do(stepCtx, steps...); err != nil {
-			t.Fatalf("%s: %v\n%s", step, err, p.stderr.String())
-		}
-	}
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil { // starts the browser without a deadline
-		t.Fatal(err)
-	}
+	tab := newTab(t, ctx, base)
+	textOf, run := tab.text, tab.run
 	const email = "first-run@example.test"
 	run("sign up", chromedp.Navigate(base+"/registration/new"), chromedp.WaitVisible(chromedp.CSS("#email")),
 		screenshotAtWidths("first-run-sign-up"),

@@ -26,14 +26,7 @@ import (
 // proxiedPostgres is a fresh Postgres schema reached through a proxy that tests can cut or
 // stall, and the direct URL to check what was stored.
 func proxiedPostgres(t *testing.T) (proxied, direct string, proxy *tcpproxy.Proxy) {
-	direct = dbtest.PostgresURL(t)
-	u, err := url.Parse(direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy = tcpproxy.New(t, u.Host)
-	u.Host = proxy.Addr
-	return u.String(), direct, proxy
+	return dbtest.PostgresBehindProxy(t)
 }
 
 // webEvent is the updated fixture as a new event of a new subscription named n.

@@ -11,17 +11,14 @@ import (
 
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
-	"github.com/tollgate/tollgate/internal/tcpproxy"
 )
 
 func TestDatabaseOutageAnswers503ThenRecovers(t *testing.T) {
-	direct := dbtest.PostgresURL(t)
-	u, err := url.Parse(direct)
+	proxied, direct, proxy := dbtest.PostgresBehindProxy(t)
+	u, err := url.Parse(proxied)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := tcpproxy.New(t, u.Host)
-	u.Host = proxy.Addr
 	q := u.Query()
 	q.Set("connect_timeout", "2")
 	u.RawQuery = q.Encode()

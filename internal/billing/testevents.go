@@ -29,6 +29,17 @@ func ShapeOf(body []byte) string {
 	return ""
 }
 
+// decodeTestEvent reads a test event for editing, its numbers kept as written.
+func decodeTestEvent(body []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var top map[string]any
+	if err := dec.Decode(&top); err != nil {
+		return nil, errors.New("the file is not a JSON object")
+	}
+	return top, nil
+}
+
 // adaptyTime is how the mobile provider writes times.
 const adaptyTime = "2006-01-02T15:04:05.000000-0700"
 
@@ -37,11 +48,9 @@ const adaptyTime = "2006-01-02T15:04:05.000000-0700"
 // the event. A web event also gets a new id (the old one plus "_now" and the time), so
 // that it is a new delivery; a mobile event's synthesised id follows its times already.
 func MoveToNow(provider string, body []byte, now time.Time) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var top map[string]any
-	if err := dec.Decode(&top); err != nil {
-		return nil, errors.New("the file is not a JSON object")
+	top, err := decodeTestEvent(body)
+	if err != nil {
+		return nil, err
 	}
 	switch provider {
 	case ProviderWeb:
@@ -122,11 +131,9 @@ func numberOf(v any) (int64, error) {
 // it in metadata.user_id, under a customer of that user's own (so that sending the same
 // file for two users links two customers); a mobile event carries it as customer_user_id.
 func ForUser(provider string, body []byte, userID string) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var top map[string]any
-	if err := dec.Decode(&top); err != nil {
-		return nil, errors.New("the file is not a JSON object")
+	top, err := decodeTestEvent(body)
+	if err != nil {
+		return nil, err
 	}
 	switch provider {
 	case ProviderWeb:

@@ -256,7 +256,7 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 		t.Fatalf("found only %d variables read in config.go", len(read))
 	}
 	for _, m := range read {
-		if !regexp.MustCompile("(?m)^\\| `" + m[1] + "`").Match(doc) && !strings.Contains(string(doc), "`"+m[1]+"`, ") {
+		if !regexp.MustCompile("(?m)^\\| `"+m[1]+"`").Match(doc) && !strings.Contains(string(doc), "`"+m[1]+"`, ") {
 			t.Errorf("%s is read by config.Load but has no row in docs/configuration.md", m[1])
 		}
 	}

@@ -22,6 +22,13 @@ func (s *Service) failStore(w http.ResponseWriter, r *http.Request, err error) {
 	fail(w, http.StatusInternalServerError, "unexpected_failure", "The development identity service could not reach its database.")
 }
 
+// weakPassword refuses a password shorter than Supabase Auth's default minimum, 6.
+func weakPassword(w http.ResponseWriter) {
+	w.Header().Set("X-Sb-Error-Code", "weak_password")
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"code": 422, "error_code": "weak_password",
+		"msg": "Password should be at least 6 characters.", "weak_password": map[string]any{"reasons": []string{"length"}}})
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -117,8 +124,7 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(b["password"]) < 6 {
-		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"code": 422, "error_code": "weak_password",
-			"msg": "Password should be at least 6 characters.", "weak_password": map[string]any{"reasons": []string{"length"}}})
+		weakPassword(w)
 		return
 	}
 	u, err := s.addUser(r.Context(), email, b["password"])
@@ -164,8 +170,7 @@ func (s *Service) putUser(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !ok:
 	case len(b["password"]) < 6:
-		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"code": 422, "error_code": "weak_password",
-			"msg": "Password should be at least 6 characters.", "weak_password": map[string]any{"reasons": []string{"length"}}})
+		weakPassword(w)
 	case u.passwordIs(b["password"]):
 		fail(w, http.StatusUnprocessableEntity, "same_password", "New password should be different from the old password.")
 	default:

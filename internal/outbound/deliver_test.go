@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -26,7 +25,6 @@ import (
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 	"github.com/tollgate/tollgate/internal/logcapture"
 	"github.com/tollgate/tollgate/internal/outbound/outboundtest"
-	"github.com/tollgate/tollgate/internal/tcpproxy"
 )
 
 // testEvent is the body the tests record: which user, and the how-manyth of theirs.
@@ -474,14 +472,8 @@ func (g *gatedReceiver) count() (waiting int, got map[string]int) {
 // the database is away are recorded once it is back, before their leases run out; none is
 // sent again.
 func TestADatabaseCutWhileAttemptsAreInFlightSendsNothingTwice(t *testing.T) {
-	direct := dbtest.PostgresURL(t)
-	u, err := url.Parse(direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := tcpproxy.New(t, u.Host)
-	u.Host = proxy.Addr
-	d := dbtest.Open(t, u.String())
+	proxied, direct, proxy := dbtest.PostgresBehindProxy(t)
+	d := dbtest.Open(t, proxied)
 	const users = 20
 	record(t, d, users, 1, time.Now())
 	g := newGatedReceiver(t)
@@ -516,14 +508,8 @@ func TestADatabaseCutWhileAttemptsAreInFlightSendsNothingTwice(t *testing.T) {
 // TestTheLastRecordAtShutdownIsBoundedByDBTimeout: with the database stuck, a deliverer
 // told to stop gives its last transaction DBTimeout, not more.
 func TestTheLastRecordAtShutdownIsBoundedByDBTimeout(t *testing.T) {
-	direct := dbtest.PostgresURL(t)
-	u, err := url.Parse(direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := tcpproxy.New(t, u.Host)
-	u.Host = proxy.Addr
-	d := dbtest.Open(t, u.String())
+	proxied, _, proxy := dbtest.PostgresBehindProxy(t)
+	d := dbtest.Open(t, proxied)
 	record(t, d, 1, 1, time.Now())
 	r := outboundtest.NewReceiver(t)
 	const dbTimeout = 500 * time.Millisecond

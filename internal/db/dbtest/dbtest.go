@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/tcpproxy"
 )
 
 // Engines runs fn once per available engine, as subtests named after the engine.
@@ -71,6 +72,20 @@ func PostgresURL(t testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// PostgresBehindProxy is PostgresURL reached through a tcpproxy, for outage tests: proxied
+// goes through the proxy (Cut, Stall), direct does not (to check what was stored).
+func PostgresBehindProxy(t testing.TB) (proxied, direct string, proxy *tcpproxy.Proxy) {
+	t.Helper()
+	direct = PostgresURL(t)
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy = tcpproxy.New(t, u.Host)
+	u.Host = proxy.Addr
+	return u.String(), direct, proxy
 }
 
 // Open opens and migrates databaseURL, closing it when the test ends.
