@@ -152,6 +152,9 @@ func TestNoDevelopmentIdentityServiceOutsideDevelopment(t *testing.T) {
 	if problem := bodyOf(t, req); !strings.Contains(problem, "AUTH_URL") || strings.Contains(problem, "retry") {
 		t.Fatalf("/api/v1/me without AUTH_URL says %s", problem)
 	}
+	if code, _, errOut := runCmd(context.Background(), test, "dev", "token", "--email", "someone@example.test"); code != 1 || !strings.Contains(errOut, "AUTH_URL unset") {
+		t.Errorf("dev token in test: exit %d %q", code, errOut)
+	}
 	if _, logs := stop(); strings.Contains(logs, "development identity service") {
 		t.Fatalf("the development identity service ran in test:\n%s", logs)
 	}
