@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -170,4 +172,29 @@ func bodyOf(t *testing.T, req *http.Request) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestDevelopmentIdentityServiceRefusesASocketOffLoopback: a listening socket passed in
+// (LISTEN_FDS) bypasses ADDR, so it is checked itself: on every interface, serve refuses
+// to run the development identity service, naming AUTH_URL.
+func TestDevelopmentIdentityServiceRefusesASocketOffLoopback(t *testing.T) {
+	bin := buildBinary(t)
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ln.(*net.TCPListener).File()
+	ln.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = []string{"APP_ENV=development", "LISTEN_FDS=1", "DATABASE_URL=sqlite:" + filepath.Join(t.TempDir(), "x.db"),
+		"WEB_WEBHOOK_SECRET=w", "MOBILE_WEBHOOK_SECRET=m", "PLANS_FILE=../../config/plans.yml"}
+	cmd.ExtraFiles = []*os.File{f}
+	out, err := cmd.CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 || !strings.Contains(string(out), "AUTH_URL: is required when the socket passed in") {
+		t.Fatalf("serve on a socket on every interface without AUTH_URL: %v\n%s", err, out)
+	}
 }

@@ -207,6 +207,12 @@ func (s *Server) listen() (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("LISTEN_FDS: file descriptor 3 is not a listening socket: %w", err)
 	}
+	// ADDR was checked for the development identity service; a socket passed in was not.
+	if tcp, ok := listener.Addr().(*net.TCPAddr); s.devIdentity != nil && (!ok || !tcp.IP.IsLoopback()) {
+		listener.Close()
+		return nil, fmt.Errorf("AUTH_URL: is required when the socket passed in (LISTEN_FDS, %s) is not on a loopback address: "+
+			"without it tollgate runs a development identity service that signs in any e-mail", listener.Addr())
+	}
 	return listener, nil
 }
 
