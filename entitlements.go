@@ -62,7 +62,7 @@ func (e Entitlements) Plan() *Plan { return e.plan }
 func (e Entitlements) Governing() *Subscription { return e.governing }
 
 // Entitled reports whether the entitlement name is true, or a limit above zero.
-func (e Entitlements) Entitled(name string) bool { return billing.Entitling(e.Effective[name]) }
+func (e Entitlements) Entitled(name string) bool { return billing.Grants(e.Effective[name]) }
 
 // Limit is the limit of the metered entitlement name, if the plan has one.
 func (e Entitlements) Limit(name string) (int64, bool) {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,14 +91,8 @@ func TestReadingCommandsNeverMigrate(t *testing.T) {
 			t.Fatal(err)
 		}
 		var part *db.MissingMigrations
-		if err := d.CheckMigrated(context.Background()); err == nil || !asMissing(err, &part) || part.Missing != 1 {
+		if err := d.CheckMigrated(context.Background()); !errors.As(err, &part) || part.Missing != 1 {
 			t.Fatalf("one migration missing: %v", err)
 		}
 	})
-}
-
-func asMissing(err error, target **db.MissingMigrations) bool {
-	m, ok := err.(*db.MissingMigrations)
-	*target = m
-	return ok
 }

@@ -3,7 +3,6 @@ package billing
 import (
 	"context"
 	"errors"
-	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -174,11 +173,10 @@ func (s *Service) Offers(ctx context.Context, userID string) (WebOffers, error) 
 		if g := position.Governing(); g != nil {
 			current = g.Plan.tier
 		}
-		if offers.ManagedInApp = managedInApp(position); offers.ManagedInApp {
-			current = math.MaxInt32 // nothing to buy beside it
-		}
+		// A subscription bought in the app is changed there: nothing to buy beside it.
+		offers.ManagedInApp = managedInApp(position)
 		for _, p := range plans {
-			if p.Tier > current {
+			if p.Tier > current && !offers.ManagedInApp {
 				offers.Upgrades = append(offers.Upgrades, Plan{Key: p.Key, Name: p.Name, id: p.ID, tier: p.Tier})
 			}
 		}

@@ -61,10 +61,10 @@ func (e Entitlements) Plan() *Plan { return e.plan }
 func (e Entitlements) Governing() *Subscription { return e.governing }
 
 // Entitled reports whether name is true or a number above zero.
-func (e Entitlements) Entitled(name string) bool { return Entitling(e.Effective[name]) }
+func (e Entitlements) Entitled(name string) bool { return Grants(e.Effective[name]) }
 
-// Entitling reports whether an entitlement's value grants it: true, or a limit above zero.
-func Entitling(value any) bool {
+// Grants reports whether an entitlement's value grants it: true, or a limit above zero.
+func Grants(value any) bool {
 	switch v := value.(type) {
 	case bool:
 		return v

@@ -26,7 +26,7 @@ type UsageView struct {
 }
 
 // Entitled reports whether name is true or a number above zero, as Entitlements.Entitled.
-func (v BillingView) Entitled(name string) bool { return Entitling(v.Entitlements[name]) }
+func (v BillingView) Entitled(name string) bool { return Grants(v.Entitlements[name]) }
 
 // View loads a user's billing view: their entitlements and this period's usage.
 func (s *Service) View(ctx context.Context, userID string) (BillingView, error) {

@@ -57,6 +57,3 @@ func (w *Web) toProvider(rw http.ResponseWriter, r *http.Request, url string, er
 		w.refuse(rw, r, "billing session", "message", page{Title: "Your account"}, err)
 	}
 }
-
-// managedInAppMessage is the account page's word for a subscription bought in the app.
-const managedInAppMessage = billing.ManagedInAppMessage

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/identity"
 )
 
@@ -275,7 +276,7 @@ func (w *Web) account(rw http.ResponseWriter, r *http.Request) {
 		}
 		view.Upgrades, view.ManageBilling = offers.Upgrades, offers.Manage
 		if offers.ManagedInApp {
-			view.ManagedInApp = managedInAppMessage
+			view.ManagedInApp = billing.ManagedInAppMessage
 		}
 	}
 	w.render(rw, r, http.StatusOK, "account", page{Title: "Your account", Account: view, Notice: checkoutNotices[r.URL.Query().Get("checkout")]})
