@@ -64,7 +64,7 @@ func (a *App) API() huma.API { return a.server.API() }
 // no answer calls nothing. The outbound webhooks (OUTBOUND_WEBHOOK_URL) come from the same
 // detection. It runs before the provider is answered: keep it quick, or hand the work off.
 func (a *App) OnBillingChange(fn func(ctx context.Context, userID string)) {
-	a.server.Billing().OnBillingChange(fn)
+	a.server.OnBillingChange(fn)
 }
 
 // Entitlements is a user's position now: [Entitlements.Subscribed], [Entitlements.Plan],

@@ -8,7 +8,7 @@ package tollgatetest
 import (
 	"time"
 
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/identity/identitytest"
 )
 
@@ -74,5 +74,5 @@ func NewEnv(identity *Identity, overrides map[string]string) Env {
 // send with body, signed with WebWebhookSecret now. Mobile events carry
 // MobileWebhookSecret as their Authorization header.
 func SignWeb(body []byte) string {
-	return billing.SignWebHeader(WebWebhookSecret, time.Now(), body)
+	return stripe.SignHeader(WebWebhookSecret, time.Now(), body)
 }

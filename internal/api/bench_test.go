@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 	"github.com/tollgate/tollgate/internal/ratelimit"
 )
@@ -161,7 +160,7 @@ func BenchmarkES256(b *testing.B) {
 func BenchmarkSideBySide(b *testing.B) {
 	cfg := benchLimits
 	cfg.db = dbtest.Postgres(b)
-	cfg.checkout = &billing.Options{MaxBody: 1 << 20, AnswersMaxAge: 30 * time.Second} // as serve keeps answers
+	cfg.answersMaxAge = 30 * time.Second // as serve keeps answers
 	h := newHarness(b, cfg)
 	token := bearer(h.key.mint(b, validClaims()))
 	if _, err := h.billing.RecordUsage(context.Background(), testUser, "projects", 1); err != nil {

@@ -3,7 +3,7 @@ package api
 import (
 	"context"
 
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/checkout"
 )
 
 type checkoutInput struct {
@@ -24,7 +24,7 @@ type sessionOutput struct {
 // checkout starts a web purchase for the token's user.
 func (a *API) checkout(ctx context.Context, in *checkoutInput) (*sessionOutput, error) {
 	user, _ := CurrentUser(ctx)
-	url, err := a.opts.Billing.Checkout(ctx, billing.Buyer{UserID: user.ID, Email: user.Email}, billing.CheckoutRequest{
+	url, err := a.opts.Checkout.Start(ctx, checkout.Buyer{UserID: user.ID, Email: user.Email}, checkout.Request{
 		Plan: in.Body.Plan, Price: in.Body.Price, SuccessURL: in.Body.SuccessURL, CancelURL: in.Body.CancelURL,
 	})
 	return session(url, a.fail(ctx, err))
@@ -33,7 +33,7 @@ func (a *API) checkout(ctx context.Context, in *checkoutInput) (*sessionOutput, 
 // portal opens the provider's customer portal for the token's user.
 func (a *API) portal(ctx context.Context, _ *struct{}) (*sessionOutput, error) {
 	user, _ := CurrentUser(ctx)
-	url, err := a.opts.Billing.Portal(ctx, user.ID)
+	url, err := a.opts.Checkout.Portal(ctx, user.ID)
 	return session(url, a.fail(ctx, err))
 }
 

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,10 +13,12 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/adapty"
+	"github.com/tollgate/tollgate/internal/billing/checkout"
+	"github.com/tollgate/tollgate/internal/billing/stripe"
+	"github.com/tollgate/tollgate/internal/billing/stripe/stripemock"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
-	"github.com/tollgate/tollgate/internal/webprovider"
-	"github.com/tollgate/tollgate/internal/webprovider/stripemock"
 )
 
 const (
@@ -73,9 +74,9 @@ func (p *fakeProvider) last() (string, url.Values) {
 }
 
 func newCheckoutHarness(t *testing.T, d *db.DB, base string) *harness {
-	return newHarness(t, harnessConfig{db: d, plans: checkoutPlans, checkout: &billing.Options{
-		MaxBody: 1 << 20, PublicURL: checkoutPublicURL, CheckoutRedirectOrigins: []string{"https://www.example.test"},
-		WebAPI: webprovider.New(webprovider.Config{Key: checkoutKey, Base: base}),
+	return newHarness(t, harnessConfig{db: d, plans: checkoutPlans, checkout: &checkout.Options{
+		PublicURL: checkoutPublicURL, RedirectOrigins: []string{"https://www.example.test"},
+		API: stripe.NewClient(stripe.Config{Key: checkoutKey, Base: base}),
 	}})
 }
 
@@ -92,7 +93,7 @@ func (h *harness) subscribe(t *testing.T, id, userID, customer, price string) {
 		"id":"%s","object":"subscription","customer":"%s","status":"active","created":%d,"metadata":{"user_id":"%s"},
 		"items":{"object":"list","data":[{"price":{"id":"%s"},"current_period_end":%d}]}}}}`,
 		id, now, id, customer, now, userID, price, now+30*86400)
-	done, err := h.billing.Ingest(context.Background(), billing.ProviderWeb, "evt_"+id, "customer.subscription.created", []byte(event))
+	done, err := h.ingest(billing.ProviderWeb, "evt_"+id, "customer.subscription.created", []byte(event))
 	if err != nil || done.Outcome != "applied" {
 		t.Fatalf("subscribe: %+v %v", done, err)
 	}
@@ -247,7 +248,7 @@ func TestCheckoutWebhooksEntitleTheBuyer(t *testing.T) {
 	for _, ev := range events {
 		ev["object"], ev["created"] = "event", now
 		body, _ := json.Marshal(ev)
-		if _, err := h.billing.Ingest(context.Background(), billing.ProviderWeb, ev["id"].(string), ev["type"].(string), body); err != nil {
+		if _, err := h.ingest(billing.ProviderWeb, ev["id"].(string), ev["type"].(string), body); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -290,14 +291,14 @@ func TestMobileSubscriberIsToldWhereToManage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		event, err := billing.ForUser(billing.ProviderMobile, raw, testUser)
+		event, err := adapty.ForUser(raw, testUser)
 		if err == nil {
-			event, err = billing.MoveToNow(billing.ProviderMobile, []byte(strings.ReplaceAll(string(event), "com.example.app.pro.monthly", "com.example.team")), time.Now())
+			event, err = adapty.MoveToNow([]byte(strings.ReplaceAll(string(event), "com.example.app.pro.monthly", "com.example.team")), time.Now())
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if done, err := h.billing.Ingest(context.Background(), billing.ProviderMobile, "mobile_team_1", "subscription_started", event); err != nil || done.Outcome != "applied" {
+		if done, err := h.ingest(billing.ProviderMobile, "mobile_team_1", "subscription_started", event); err != nil || done.Outcome != "applied" {
 			t.Fatalf("the mobile subscription: %+v %v", done, err)
 		}
 		token := h.key.mint(t, validClaims())

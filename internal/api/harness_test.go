@@ -23,6 +23,12 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/adapty"
+	"github.com/tollgate/tollgate/internal/billing/checkout"
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
+	"github.com/tollgate/tollgate/internal/billing/plans"
+	"github.com/tollgate/tollgate/internal/billing/reader"
+	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 	"github.com/tollgate/tollgate/internal/logcapture"
@@ -146,7 +152,8 @@ type harness struct {
 	jwks        *jwksServer
 	keys        *KeySet
 	verifier    *Verifier
-	billing     *billing.Service
+	billing     *reader.Reader
+	pipeline    *pipeline.Pipeline
 	serviceKeys *servicekeys.Keys
 	handler     http.Handler
 	logs        *logcapture.Buffer
@@ -163,8 +170,10 @@ type harnessConfig struct {
 	perToken  ratelimit.Limit
 	hsSecret  string
 	// checkout, when set, gives billing a web provider API (checkout and portal).
-	checkout *billing.Options
-	plans    string // the plans file; a free default plan when empty
+	checkout *checkout.Options
+	// answersMaxAge keeps answers in memory, as serve does.
+	answersMaxAge time.Duration
+	plans         string // the plans file; a free default plan when empty
 }
 
 // newHarness serves the API's real handler tree (throttles, verification, huma) over a fake
@@ -181,11 +190,14 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 	if d == nil {
 		d = dbtest.SQLite(t)
 	}
-	billingOpts := billing.Options{MaxBody: 1 << 20}
+	h.billing = reader.New(d, log, reader.Options{AnswersMaxAge: cfg.answersMaxAge})
+	h.pipeline = pipeline.New(d, log, pipeline.Options{Adapters: []billing.Adapter{stripe.New(""), adapty.New("", nil)}})
+	h.pipeline.OnCommit(h.billing.Forget)
+	checkoutOpts := checkout.Options{}
 	if cfg.checkout != nil {
-		billingOpts = *cfg.checkout
+		checkoutOpts = *cfg.checkout
 	}
-	h.billing = billing.New(d, log, billingOpts)
+	purchases := checkout.New(d, log, h.billing, checkoutOpts)
 	h.serviceKeys = servicekeys.New(d)
 	if cfg.plans == "" {
 		cfg.plans = `
@@ -197,11 +209,11 @@ plans:
       - {name: exports, value: false}
 `
 	}
-	plans, err := billing.ParsePlans([]byte(cfg.plans))
+	list, err := plans.ParsePlans([]byte(cfg.plans))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.billing.SyncPlans(context.Background(), plans); err != nil {
+	if _, err := plans.Sync(context.Background(), d, list, time.Now().UTC()); err != nil {
 		t.Fatal(err)
 	}
 	cfg.throttles.Log = log
@@ -211,7 +223,7 @@ plans:
 	}
 	t.Cleanup(func() { h.throttles.Close() })
 	mux := http.NewServeMux()
-	New(Options{Billing: h.billing, Verifier: h.verifier, Keys: h.serviceKeys, Throttles: h.throttles, CORS: cfg.cors, SwaggerUI: true, Log: log,
+	New(Options{Billing: h.billing, Checkout: purchases, Verifier: h.verifier, Keys: h.serviceKeys, Throttles: h.throttles, CORS: cfg.cors, SwaggerUI: true, Log: log,
 		PerIP: cfg.perIP, PerToken: cfg.perToken}).Routes(mux)
 	h.handler = mux
 	return h
@@ -249,4 +261,9 @@ func problemType(rec *httptest.ResponseRecorder) string {
 	var p struct{ Type string }
 	json.Unmarshal(rec.Body.Bytes(), &p)
 	return p.Type[strings.LastIndex(p.Type, "/")+1:]
+}
+
+// ingest applies a verified event through the billing pipeline, as its webhook would.
+func (h *harness) ingest(provider, id, eventType string, body []byte) (pipeline.Processed, error) {
+	return h.pipeline.Ingest(context.Background(), provider, billing.Event{ID: id, Type: eventType}, body)
 }

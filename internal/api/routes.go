@@ -12,7 +12,8 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/checkout"
+	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/problem"
 	"github.com/tollgate/tollgate/internal/ratelimit"
 	"github.com/tollgate/tollgate/internal/route"
@@ -21,7 +22,9 @@ import (
 
 // Options wires the API to its collaborators.
 type Options struct {
-	Billing  *billing.Service
+	// Billing answers billing questions; Checkout starts purchases and opens the portal.
+	Billing  *reader.Reader
+	Checkout *checkout.Checkout
 	Verifier *Verifier
 	// Keys checks service keys; nil admits none.
 	Keys      *servicekeys.Keys

@@ -10,14 +10,17 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
+	"github.com/tollgate/tollgate/internal/billing/stripe"
 )
 
 func cmdBillingBackfill(fs *flag.FlagSet) command {
-	var opts billing.BackfillOptions
+	var opts pipeline.BackfillOptions
+	var query stripe.SubscriptionQuery
 	var since string
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "print what would change for each subscription and write nothing")
 	fs.StringVar(&since, "since", "", "only subscriptions created at or after this time (RFC 3339, or a date such as 2026-01-31)")
-	fs.StringVar(&opts.Customer, "customer", "", "only this web customer's subscriptions (cus_…)")
+	fs.StringVar(&query.Customer, "customer", "", "only this web customer's subscriptions (cus_…)")
 	fs.BoolVar(&opts.Restart, "restart", false, "start from the newest subscription, forgetting where an interrupted run stopped")
 	return command{
 		args: "PROVIDER",
@@ -39,7 +42,7 @@ where it stopped when the same command is run again.`,
 				if err != nil {
 					return err
 				}
-				opts.Since = t
+				query.CreatedSince = t
 			}
 			return nil
 		},
@@ -52,8 +55,10 @@ where it stopped when the same command is run again.`,
 				return err
 			}
 			defer d.Close()
-			bar := newProgressLine(e.stderr, "backfill web", opts.Since)
-			sum, err := newBilling(d, e, nil).Backfill(ctx, webAPI(e.cfg, bar.waiting), opts, func(c billing.BackfillChange) {
+			bar := newProgressLine(e.stderr, "backfill web", query.CreatedSince)
+			opts.Scope = query.Scope()
+			read := backfillPages(webAPI(e.cfg, bar.waiting), query)
+			sum, err := newBilling(d, e, nil).pipeline.Backfill(ctx, billing.ProviderWeb, read, opts, func(c pipeline.BackfillChange) {
 				if opts.DryRun {
 					printBackfillChange(e.stdout, c)
 				}
@@ -88,14 +93,14 @@ func parseSince(s string) (time.Time, error) {
 }
 
 // printBackfillChange writes a dry run's line for one subscription.
-func printBackfillChange(w io.Writer, c billing.BackfillChange) {
+func printBackfillChange(w io.Writer, c pipeline.BackfillChange) {
 	var what string
 	var parts []string
 	switch b, a := c.Before, c.After; c.Outcome {
-	case billing.BackfillCreated:
+	case pipeline.BackfillCreated:
 		what = "would create: "
 		parts = append(parts, a.Status, "period end "+periodEnd(a.PeriodEnd), "plan "+a.Plan, "user "+a.UserID)
-	case billing.BackfillUpdated:
+	case pipeline.BackfillUpdated:
 		what = "would update: "
 		changed := func(name, from, to string) {
 			if from != to {
@@ -106,12 +111,12 @@ func printBackfillChange(w io.Writer, c billing.BackfillChange) {
 		changed("period end", periodEnd(b.PeriodEnd), periodEnd(a.PeriodEnd))
 		changed("plan", b.Plan, a.Plan)
 		changed("user", b.UserID, a.UserID)
-	case billing.BackfillUnchanged:
+	case pipeline.BackfillUnchanged:
 		what = "unchanged"
 		if c.NewerEvent {
 			what += " (a newer webhook event is stored and stands)"
 		}
-	case billing.BackfillUnresolved:
+	case pipeline.BackfillUnresolved:
 		what = "unresolved: " + c.Reason
 	}
 	if c.LinkedUser != "" {
@@ -129,7 +134,7 @@ func periodEnd(t *time.Time) string {
 
 // printBackfillSummary writes what a run did, or in a dry run would do, and the
 // subscriptions left unresolved.
-func printBackfillSummary(w io.Writer, sum billing.BackfillSummary, dryRun bool) {
+func printBackfillSummary(w io.Writer, sum pipeline.BackfillSummary, dryRun bool) {
 	if sum.ResumedAfter != "" {
 		fmt.Fprintf(w, "resumed after %s (%d subscription(s) done before)\n", sum.ResumedAfter, sum.ResumedDone)
 	}
@@ -144,5 +149,15 @@ func printBackfillSummary(w io.Writer, sum billing.BackfillSummary, dryRun bool)
 		for _, line := range sum.UnresolvedIDs {
 			fmt.Fprintln(w, "  "+line)
 		}
+	}
+}
+
+// backfillPages reads the pages of the web provider's subscriptions that query selects.
+func backfillPages(api *stripe.Client, query stripe.SubscriptionQuery) pipeline.PageReader {
+	return func(ctx context.Context, after string) (pipeline.Page, error) {
+		q := query
+		q.StartingAfter = after
+		page, err := api.Subscriptions(ctx, q)
+		return pipeline.Page{Subscriptions: page.Subscriptions, LastID: page.LastID, HasMore: page.HasMore}, err
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/billing/stripe/stripemock"
 	"github.com/tollgate/tollgate/internal/logcapture"
-	"github.com/tollgate/tollgate/internal/webprovider/stripemock"
 )
 
 func TestBillingBackfillAgainstStripeMock(t *testing.T) {

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"time"
-
-	"github.com/tollgate/tollgate/internal/billing"
 )
 
 func cmdEntitlementsCheck(*flag.FlagSet) command {
@@ -14,7 +12,7 @@ func cmdEntitlementsCheck(*flag.FlagSet) command {
 		args: "USER_ID NAME",
 		help: "Prints whether the user is entitled to NAME now, with the plan and, for a metered\nentitlement, the limit and this period's usage. Exits 0 when entitled, 1 when not:\nthe same answer /api/v1/me gives.",
 		run: func(ctx context.Context, e env) error {
-			return withUser(ctx, e, func(userID string, b *billing.Service) error {
+			return withUser(ctx, e, func(userID string, b *billingParts) error {
 				return checkEntitlement(ctx, e, b, userID, e.args[1])
 			})
 		},
@@ -22,8 +20,8 @@ func cmdEntitlementsCheck(*flag.FlagSet) command {
 }
 
 // checkEntitlement prints whether userID is entitled to name, and is errNo when not.
-func checkEntitlement(ctx context.Context, e env, b *billing.Service, userID, name string) error {
-	view, err := b.View(ctx, userID)
+func checkEntitlement(ctx context.Context, e env, b *billingParts, userID, name string) error {
+	view, err := b.reader.View(ctx, userID)
 	if err != nil {
 		return err
 	}

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
 )
 
 func cmdEventsReplay(fs *flag.FlagSet) command {
-	var filter billing.ReplayFilter
+	var filter pipeline.ReplayFilter
 	var since string
 	fs.StringVar(&filter.Provider, "provider", "", "only events of this provider: web or mobile")
 	fs.StringVar(&since, "since", "", "only events first received at or after this RFC 3339 time")
@@ -37,7 +38,7 @@ func cmdEventsReplay(fs *flag.FlagSet) command {
 				return err
 			}
 			defer d.Close()
-			n, err := newBilling(d, e, nil).Replay(ctx, filter, func(provider, eventID, outcome string) {
+			n, err := newBilling(d, e, nil).pipeline.Replay(ctx, filter, func(provider, eventID, outcome string) {
 				fmt.Fprintf(e.stdout, "%s %s: %s\n", provider, eventID, outcome)
 			})
 			fmt.Fprintf(e.stdout, "replayed %d event(s)\n", n)

@@ -5,14 +5,14 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/plans"
 )
 
 func cmdPlansSync(*flag.FlagSet) command {
 	return command{
 		help: "Reconciles the plans file (PLANS_FILE) into the database and prints each change.\nRunning it twice changes nothing the second time.",
 		run: func(ctx context.Context, e env) error {
-			plans, err := billing.LoadPlans(e.cfg.PlansFile)
+			list, err := plans.LoadPlans(e.cfg.PlansFile)
 			if err != nil {
 				return err
 			}
@@ -21,7 +21,7 @@ func cmdPlansSync(*flag.FlagSet) command {
 				return err
 			}
 			defer d.Close()
-			changes, err := newBilling(d, e, nil).SyncPlans(ctx, plans)
+			changes, err := newBilling(d, e, nil).syncPlans(ctx, d, list)
 			if err != nil {
 				return fmt.Errorf("plans sync: %w", err)
 			}

@@ -9,7 +9,7 @@ import (
 	"net"
 	"strings"
 
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/plans"
 )
 
 func cmdServe(*flag.FlagSet) command {
@@ -34,7 +34,7 @@ func serve(ctx context.Context, e env) error {
 
 // startupWarnings names, one line each, what the server will not be able to do as it is
 // configured, so that a first run explains itself instead of failing later in a browser.
-func startupWarnings(e env, plans []billing.PlanConfig, plansErr error) []string {
+func startupWarnings(e env, list []plans.PlanConfig, plansErr error) []string {
 	var out []string
 	if e.devEnvLooked != "" {
 		out = append(out, fmt.Sprintf("no %s at %s: running on the environment alone (run from the repository root for the development defaults)", DevEnvFile, e.devEnvLooked))
@@ -49,7 +49,7 @@ func startupWarnings(e env, plans []billing.PlanConfig, plansErr error) []string
 		out = append(out, strings.ReplaceAll(plansErr.Error(), "\n", "; "))
 	}
 	var unpriced []string
-	for _, p := range plans {
+	for _, p := range list {
 		if !p.Default && len(p.WebPrices) == 0 && len(p.MobileProducts) == 0 {
 			unpriced = append(unpriced, p.Key)
 		}

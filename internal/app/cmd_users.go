@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/reader"
 )
 
 func cmdUsersShow(fs *flag.FlagSet) command {
@@ -20,8 +20,8 @@ func cmdUsersShow(fs *flag.FlagSet) command {
 		args: "USER_ID",
 		help: "Shows what tollgate knows of a user's billing: billing customers, each provider subscription\n(status, period end, plan, last event), the effective plan and entitlements with this period's\nusage (the answer /api/v1/me gives), and the last 10 provider events naming the user.",
 		run: func(ctx context.Context, e env) error {
-			return withUser(ctx, e, func(userID string, b *billing.Service) error {
-				report, err := b.Inspect(ctx, userID)
+			return withUser(ctx, e, func(userID string, b *billingParts) error {
+				report, err := b.reader.Inspect(ctx, userID)
 				if err != nil {
 					return err
 				}
@@ -38,7 +38,7 @@ func cmdUsersShow(fs *flag.FlagSet) command {
 }
 
 // printReport writes a user report for people.
-func printReport(w io.Writer, r billing.UserReport) {
+func printReport(w io.Writer, r reader.UserReport) {
 	orNone := func(s *string) string {
 		if s == nil {
 			return "-"

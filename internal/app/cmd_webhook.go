@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,9 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/adapty"
+	"github.com/tollgate/tollgate/internal/billing/stripe"
+	"github.com/tollgate/tollgate/internal/billing/webhooks"
 )
 
 func cmdWebhookSend(fs *flag.FlagSet) command {
@@ -45,16 +49,16 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 			if err != nil {
 				return err
 			}
-			if shape := billing.ShapeOf(body); shape != "" && shape != provider {
+			if shape := shapeOf(body); shape != "" && shape != provider {
 				return fmt.Errorf("%s holds a %s event (%s), not a %s one: send it with --provider %s", file, shape, providerBrand[shape], provider, shape)
 			}
 			if user != "" {
-				if body, err = billing.ForUser(provider, body, user); err != nil {
+				if body, err = testEvents[provider].forUser(body, user); err != nil {
 					return fmt.Errorf("--user: %w", err)
 				}
 			}
 			if now {
-				if body, err = billing.MoveToNow(provider, body, time.Now()); err != nil {
+				if body, err = testEvents[provider].moveToNow(body, time.Now()); err != nil {
 					return fmt.Errorf("--now: %w", err)
 				}
 			}
@@ -71,7 +75,7 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 				if e.cfg.WebWebhookSecret == "" {
 					return errors.New("WEB_WEBHOOK_SECRET is not set")
 				}
-				req.Header.Set(signatureHeader, billing.SignWebHeader(e.cfg.WebWebhookSecret, time.Now(), body))
+				req.Header.Set(signatureHeader, stripe.SignHeader(e.cfg.WebWebhookSecret, time.Now(), body))
 			case billing.ProviderMobile:
 				if e.cfg.MobileWebhookSecret == "" {
 					return errors.New("MOBILE_WEBHOOK_SECRET is not set")
@@ -93,7 +97,32 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 	}
 }
 
-var signatureHeaders = map[string]string{"web": billing.HeaderWebSignature, "stripe": billing.HeaderStripeSignature}
+var signatureHeaders = map[string]string{"web": stripe.HeaderWebSignature, "stripe": stripe.HeaderStripeSignature}
+
+// testEvents are each provider's ways with a test event: whether a body looks like one of
+// its events, and the edits --user and --now make.
+var testEvents = map[string]struct {
+	looksLike func(map[string]json.RawMessage) bool
+	forUser   func(body []byte, userID string) ([]byte, error)
+	moveToNow func(body []byte, now time.Time) ([]byte, error)
+}{
+	billing.ProviderWeb:    {stripe.LooksLike, stripe.ForUser, stripe.MoveToNow},
+	billing.ProviderMobile: {adapty.LooksLike, adapty.ForUser, adapty.MoveToNow},
+}
+
+// shapeOf says which provider's event a JSON body looks like, or "" when it cannot tell.
+func shapeOf(body []byte) string {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return ""
+	}
+	for _, provider := range []string{billing.ProviderWeb, billing.ProviderMobile} {
+		if testEvents[provider].looksLike(top) {
+			return provider
+		}
+	}
+	return ""
+}
 
 var providerBrand = map[string]string{billing.ProviderWeb: "Stripe-shaped", billing.ProviderMobile: "Adapty-shaped"}
 
@@ -112,16 +141,16 @@ var outcomeMeaning = map[string]string{
 // and for an applied event the user's resulting plan and status. That is read from this
 // configuration's database, which is the server's when --url was not given.
 func describeOutcome(ctx context.Context, e env, h http.Header) error {
-	outcome := h.Get(billing.HeaderOutcome)
+	outcome := h.Get(webhooks.HeaderOutcome)
 	if outcome == "" {
 		return nil // not a tollgate server, or an older one
 	}
 	line := "outcome: " + cmp.Or(outcomeMeaning[outcome], outcome)
-	if reason := h.Get(billing.HeaderReason); reason != "" {
+	if reason := h.Get(webhooks.HeaderReason); reason != "" {
 		line += " (" + reason + ")"
 	}
 	fmt.Fprintln(e.stdout, line)
-	userID := h.Get(billing.HeaderUserID)
+	userID := h.Get(webhooks.HeaderUserID)
 	if outcome != "applied" || userID == "" {
 		return nil
 	}
@@ -131,7 +160,7 @@ func describeOutcome(ctx context.Context, e env, h http.Header) error {
 		return nil
 	}
 	defer d.Close()
-	view, err := newBilling(d, e, nil).View(ctx, userID)
+	view, err := newBilling(d, e, nil).reader.View(ctx, userID)
 	if err != nil {
 		return err
 	}

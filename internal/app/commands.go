@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/mirror"
 	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/db"
 )
@@ -54,7 +54,7 @@ func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 	}
 	syncEngine := e.cfg.WebIngestion == config.IngestSyncEngine
 	if syncEngine {
-		if err := billing.CheckMirror(ctx, d, e.cfg.SyncEngineSchema); err != nil {
+		if err := mirror.Check(ctx, d, e.cfg.SyncEngineSchema); err != nil {
 			return fail(err)
 		}
 	}
@@ -67,7 +67,7 @@ func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 			e.log.Info("migration applied", "file", m)
 		}
 		if syncEngine {
-			if err := billing.EnsureMirrorIndexes(ctx, d, e.cfg.SyncEngineSchema); err != nil {
+			if err := mirror.EnsureIndexes(ctx, d, e.cfg.SyncEngineSchema); err != nil {
 				return fail(err)
 			}
 		}
@@ -77,7 +77,7 @@ func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 
 // withUser runs fn for the command's USER_ID (its first argument, a UUID) over the
 // billing of DATABASE_URL.
-func withUser(ctx context.Context, e env, fn func(userID string, b *billing.Service) error) error {
+func withUser(ctx context.Context, e env, fn func(userID string, b *billingParts) error) error {
 	userID := e.args[0]
 	if _, err := uuid.Parse(userID); err != nil {
 		return fmt.Errorf("USER_ID: want the identity user's UUID, got %q", userID)

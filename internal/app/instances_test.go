@@ -17,7 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 	"github.com/tollgate/tollgate/internal/logcapture"
 )
@@ -174,7 +174,7 @@ func TestTwoInstancesBehaveAsOne(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			req, _ := http.NewRequest(http.MethodPost, "http://"+procs[i%2].addr+"/billing/webhooks/web", bytes.NewReader(body))
-			req.Header.Set("Web-Signature", billing.SignWebHeader(webSecret, time.Now(), body))
+			req.Header.Set("Web-Signature", stripe.SignHeader(webSecret, time.Now(), body))
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Error(err)

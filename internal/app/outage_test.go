@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 	"github.com/tollgate/tollgate/internal/identity"
 	"github.com/tollgate/tollgate/internal/identity/identitytest"
@@ -43,7 +43,7 @@ func webEvent(t *testing.T, n string) []byte {
 // webRequest is body POSTed to the web webhook, signed as Stripe signs.
 func webRequest(base string, body []byte) *http.Request {
 	req, _ := http.NewRequest(http.MethodPost, base+"/billing/webhooks/web", bytes.NewReader(body))
-	req.Header.Set("Stripe-Signature", billing.SignWebHeader(webSecret, time.Now(), body))
+	req.Header.Set("Stripe-Signature", stripe.SignHeader(webSecret, time.Now(), body))
 	return req
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
 )
 
 // progressLine shows a backfill's progress. On a terminal it is one line redrawn in place,
@@ -23,7 +23,7 @@ type progressLine struct {
 	started   time.Time
 	lastPlain time.Time
 	drawn     bool
-	sum       billing.BackfillSummary
+	sum       pipeline.BackfillSummary
 }
 
 const plainEvery = 10 * time.Second
@@ -43,7 +43,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 // update is called after each page.
-func (p *progressLine) update(sum billing.BackfillSummary) {
+func (p *progressLine) update(sum pipeline.BackfillSummary) {
 	p.sum = sum
 	switch {
 	case p.tty:

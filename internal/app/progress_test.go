@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/logcapture"
 )
 
@@ -30,7 +30,7 @@ func TestProgressBarMeasuresTheTimeCovered(t *testing.T) {
 
 func TestProgressLineOnATerminalAndInALog(t *testing.T) {
 	since := time.Now().Add(-100 * time.Hour)
-	sum := billing.BackfillSummary{Pages: 2, Seen: 200, Reached: time.Now().Add(-50 * time.Hour)}
+	sum := pipeline.BackfillSummary{Pages: 2, Seen: 200, Reached: time.Now().Add(-50 * time.Hour)}
 
 	var tty logcapture.Buffer
 	p := newProgressLine(&tty, "backfill web", since)

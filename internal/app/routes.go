@@ -24,7 +24,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("GET /metrics", s.metricsHandler()) // else on METRICS_ADDR only, or nowhere
 	}
 
-	s.billing.Routes(mux, s.cfg.BillingMount)
+	s.billing.webhooks.Routes(mux, s.cfg.BillingMount)
 	if s.devIdentity != nil {
 		mux.Handle(config.DevIdentityPath+"/", s.devIdentity.Handler())
 	}

@@ -15,7 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/tollgate/tollgate/internal/api"
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/plans"
+	"github.com/tollgate/tollgate/internal/billing/reader"
+	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/devidentity"
@@ -24,7 +26,6 @@ import (
 	"github.com/tollgate/tollgate/internal/ratelimit"
 	"github.com/tollgate/tollgate/internal/servicekeys"
 	"github.com/tollgate/tollgate/internal/web"
-	"github.com/tollgate/tollgate/internal/webprovider"
 )
 
 // Server is tollgate's HTTP surface with everything it depends on.
@@ -32,7 +33,7 @@ type Server struct {
 	cfg       config.Config
 	env       env
 	db        *db.DB
-	billing   *billing.Service
+	billing   *billingParts
 	keys      *api.KeySet
 	throttles *ratelimit.Throttles
 	api       *api.API
@@ -76,7 +77,8 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	}
 	s.keys = api.NewKeySet(e.cfg.AuthJWKSURL, api.KeySetOptions{Client: identityClient, Log: e.log, Registerer: registry})
 	s.api = api.New(api.Options{
-		Billing:   s.billing,
+		Billing:   s.billing.reader,
+		Checkout:  s.billing.checkout,
 		Keys:      servicekeys.New(d),
 		Verifier:  api.NewVerifier(s.keys, api.VerifierOptions{Issuer: e.cfg.AuthJWTIssuer, Audience: e.cfg.AuthJWTAudience, HS256Secret: e.cfg.AuthJWTSecret}),
 		Throttles: throttles,
@@ -87,7 +89,7 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 		Log:       e.log,
 	})
 	webOpts := web.Options{
-		DB: d, Identity: identity.New(e.cfg.AuthURL, e.cfg.AuthAPIKey, identityClient), Billing: s.billing, Throttles: throttles,
+		DB: d, Identity: identity.New(e.cfg.AuthURL, e.cfg.AuthAPIKey, identityClient), Billing: s.billing.reader, Checkout: s.billing.checkout, Throttles: throttles,
 		PublicURL: e.cfg.PublicURL, OAuthProviders: e.cfg.OAuthProviders, SecureCookies: e.cfg.Env != config.Development,
 		Brand:       web.Brand{AppName: e.cfg.AppName, Color: e.cfg.BrandColor, LogoURL: e.cfg.BrandLogoURL, TemplatesDir: e.cfg.TemplatesDir},
 		DevIdentity: e.cfg.DevIdentity,
@@ -95,35 +97,16 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	}
 	if e.cfg.OutboundWebhookURL != "" {
 		s.deliverer = outbound.New(d, outbound.Options{URL: e.cfg.OutboundWebhookURL, Key: e.cfg.OutboundWebhookSecret, DBTimeout: e.cfg.DBTimeout, Log: e.log, Registerer: registry})
-		s.billing.OnBillingChange(func(context.Context, string) { s.deliverer.Wake() })
+		s.billing.pipeline.OnBillingChange(func(context.Context, string) { s.deliverer.Wake() })
 	}
 	if e.cfg.WebAPIKey != "" {
-		webOpts.CheckoutPages = webprovider.PageOrigins(e.cfg.WebAPIBase)
+		webOpts.CheckoutPages = stripe.PageOrigins(e.cfg.WebAPIBase)
 	}
 	s.web, err = web.New(webOpts)
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-func newBilling(d *db.DB, e env, reg prometheus.Registerer) *billing.Service {
-	opts := billing.Options{
-		WebSecret: e.cfg.WebWebhookSecret, MobileSecret: e.cfg.MobileWebhookSecret, MaxBody: e.cfg.WebhookMaxBody,
-		MobileAliases: e.cfg.MobileEventAliases, MountWebWebhook: e.cfg.WebIngestion == config.IngestWebhook,
-		SyncEngineSchema: syncEngineSchema(e.cfg), Registerer: reg,
-		PublicURL: e.cfg.PublicURL, CheckoutRedirectOrigins: e.cfg.CheckoutRedirectOrigins,
-		OutboundWebhooks: e.cfg.OutboundWebhookURL != "", AnswersMaxAge: e.cfg.BillingAnswerMaxAge,
-	}
-	if e.cfg.WebAPIKey != "" {
-		opts.WebAPI = webAPI(e.cfg, nil)
-	}
-	return billing.New(d, e.log, opts)
-}
-
-// webAPI is the client of the web provider's API that WEB_API_KEY and WEB_API_BASE name.
-func webAPI(cfg config.Config, onWait func(time.Duration, string)) *webprovider.Client {
-	return webprovider.New(webprovider.Config{Key: cfg.WebAPIKey, Base: cfg.WebAPIBase, OnWait: onWait})
 }
 
 // Open prepares a server for a program built on tollgate, as "tollgate serve" does: the
@@ -150,7 +133,7 @@ func start(ctx context.Context, e env) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	plans, plansErr := billing.LoadPlans(e.cfg.PlansFile)
+	plans, plansErr := plans.LoadPlans(e.cfg.PlansFile)
 	if plansErr != nil && e.cfg.Env == config.Production {
 		// In production a plans file that cannot be read would leave every paid event
 		// unresolved: stop, naming the file, the line and the key (LoadPlans says them).
@@ -174,8 +157,14 @@ func start(ctx context.Context, e env) (*Server, error) {
 // API is the /api/v1 API, for operations a program adds.
 func (s *Server) API() huma.API { return s.api.Huma() }
 
-// Billing is the billing domain: entitlements, usage, and the billing change hooks.
-func (s *Server) Billing() *billing.Service { return s.billing }
+// Billing answers billing questions: entitlements and usage.
+func (s *Server) Billing() *reader.Reader { return s.billing.reader }
+
+// OnBillingChange registers fn, called with a user's id after a change of their billing
+// answer commits (see pipeline.Pipeline.OnBillingChange).
+func (s *Server) OnBillingChange(fn func(ctx context.Context, userID string)) {
+	s.billing.pipeline.OnBillingChange(fn)
+}
 
 // Close releases the database and Redis, for a server that will not serve (a test of its
 // Handler); ListenAndServe releases them itself.
@@ -218,8 +207,8 @@ func (s *Server) listen() (net.Listener, error) {
 
 // syncDevPlans keeps a development database in step with the sample plans file, so the
 // single run command gives a working setup. Production runs "tollgate plans sync" itself.
-func (s *Server) syncDevPlans(ctx context.Context, plans []billing.PlanConfig) {
-	changes, err := s.billing.SyncPlans(ctx, plans)
+func (s *Server) syncDevPlans(ctx context.Context, list []plans.PlanConfig) {
+	changes, err := s.billing.syncPlans(ctx, s.db, list)
 	for _, c := range changes {
 		s.env.log.Info("plans sync", "change", c)
 	}
@@ -258,7 +247,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		go s.keys.Run(ctx)
 	}
 	go s.web.RunSessionCleanup(ctx, time.Hour)
-	go s.billing.ListenForChanges(ctx)
+	go s.billing.reader.ListenForChanges(ctx)
 	delivering := make(chan struct{})
 	go func() {
 		defer close(delivering)

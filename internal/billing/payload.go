@@ -1,21 +1,88 @@
 package billing
 
+// Reading providers' JSON: what every adapter needs of a body before its own fields.
+
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
-var errNotUTF8 = errors.New("the body is not valid UTF-8, so it is not JSON")
+// MaxEventIDLen bounds provider event ids; real ones are far shorter.
+const MaxEventIDLen = 255
 
-// storableJSON returns a JSON text that both engines store alike. Postgres jsonb refuses
+// ErrNotObject: the body is not one JSON object.
+var ErrNotObject = errors.New("the body is not a JSON object")
+
+// DecodeTop parses a webhook body into its top-level fields. It rejects anything that is
+// not one JSON object.
+func DecodeTop(body []byte) (map[string]json.RawMessage, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil || top == nil {
+		return nil, ErrNotObject
+	}
+	return top, nil
+}
+
+// Text returns a top-level field as text: a JSON string's value, or a number's literal;
+// null, missing and other kinds give "".
+func Text(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ""
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return string(raw)
+	}
+	return ""
+}
+
+// EventID reads an event's id field: a JSON string, not blank, at most MaxEventIDLen bytes,
+// without control characters or U+FFFD. The body is stored with NUL and lone surrogates
+// replaced by U+FFFD (StorableJSON), so an id holding one would be rewritten and could
+// collide with another event's: it is refused instead, as no provider sends such an id.
+// The errors name the field, for the 400 the provider's dashboard shows.
+func EventID(top map[string]json.RawMessage, field string) (string, error) {
+	raw, ok := top[field]
+	if !ok {
+		return "", fmt.Errorf("the event has no %q", field)
+	}
+	var id string
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) || json.Unmarshal(raw, &id) != nil {
+		return "", fmt.Errorf("the event's %q is not a JSON string", field)
+	}
+	switch {
+	case strings.TrimSpace(id) == "":
+		return "", fmt.Errorf("the event's %q is empty", field)
+	case len(id) > MaxEventIDLen:
+		return "", fmt.Errorf("the event's %q is longer than %d bytes", field, MaxEventIDLen)
+	case strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }):
+		return "", fmt.Errorf("the event's %q holds a control character or an invalid one", field)
+	}
+	return id, nil
+}
+
+// ErrNotUTF8: a body that is not UTF-8 is not JSON.
+var ErrNotUTF8 = errors.New("the body is not valid UTF-8, so it is not JSON")
+
+// StorableJSON returns a JSON text that both engines store alike. Postgres jsonb refuses
 // the escape \u0000 and escapes of lone UTF-16 surrogates (\ud800 without its partner),
 // which are valid JSON: each becomes \ufffd, the replacement character, as Go's own decoder
 // reads them anyway. Invalid UTF-8 is not JSON at all and is refused. body must be valid
 // JSON otherwise; the result is the same text when nothing needed replacing.
-func storableJSON(body []byte) ([]byte, error) {
+func StorableJSON(body []byte) ([]byte, error) {
 	if !utf8.Valid(body) {
-		return nil, errNotUTF8
+		return nil, ErrNotUTF8
 	}
 	if !bytes.Contains(body, []byte(`\u`)) {
 		return body, nil // the common case: no escape that could need replacing
@@ -91,4 +158,16 @@ func hex4(body []byte, i int) (rune, bool) {
 		r = r<<4 | rune(d)
 	}
 	return r, true
+}
+
+// DecodeEditable reads a JSON object to be edited and written again (a test event), its
+// numbers kept as written.
+func DecodeEditable(body []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var top map[string]any
+	if err := dec.Decode(&top); err != nil {
+		return nil, errors.New("the file is not a JSON object")
+	}
+	return top, nil
 }

@@ -1,7 +1,8 @@
 package billing
 
 import (
-	"context"
+	"bytes"
+	"encoding/json"
 	"time"
 )
 
@@ -25,30 +26,19 @@ type UsageView struct {
 	PeriodEnd time.Time `json:"period_end"`
 }
 
+// Usage is a counter after recording.
+type Usage struct {
+	Name      string    `json:"name"`
+	Used      int64     `json:"used"`
+	Limit     int64     `json:"limit"`
+	Remaining int64     `json:"remaining"`
+	PeriodEnd time.Time `json:"period_end"`
+}
+
 // Entitled reports whether name is true or a number above zero, as Entitlements.Entitled.
 func (v BillingView) Entitled(name string) bool { return Grants(v.Entitlements[name]) }
 
-// View loads a user's billing view: their entitlements and this period's usage.
-func (s *Service) View(ctx context.Context, userID string) (BillingView, error) {
-	if s.answers != nil {
-		a, err := s.answer(ctx, userID)
-		if err != nil {
-			return BillingView{}, err
-		}
-		return ViewOf(a.position, a.used), nil
-	}
-	e, err := s.Entitlements(ctx, userID)
-	if err != nil {
-		return BillingView{}, err
-	}
-	used, err := s.UsageThisPeriod(ctx, e)
-	if err != nil {
-		return BillingView{}, err
-	}
-	return ViewOf(e, used), nil
-}
-
-// ViewOf is the view of loaded entitlements and usage counters.
+// ViewOf is the view of a position and its usage counters.
 func ViewOf(e Entitlements, used map[string]int64) BillingView {
 	v := BillingView{Subscribed: e.Subscribed(), Plan: e.Plan(), Entitlements: e.Effective, Usage: map[string]UsageView{}}
 	shown := e.Governing()
@@ -64,4 +54,45 @@ func ViewOf(e Entitlements, used map[string]int64) BillingView {
 		}
 	}
 	return v
+}
+
+// Change is a user's answer before and after a write, encoded as a receiver sees them.
+type Change struct {
+	UserID            string
+	Previous, Current json.RawMessage
+}
+
+// Compare encodes two views of one user and says whether the answer moved: the one rule
+// for what counts as a change of a user's billing answer.
+func Compare(userID string, previous, current BillingView) (Change, bool, error) {
+	previousJSON, err := json.Marshal(previous)
+	if err != nil {
+		return Change{}, false, err
+	}
+	currentJSON, err := json.Marshal(current)
+	if err != nil {
+		return Change{}, false, err
+	}
+	return Change{UserID: userID, Previous: previousJSON, Current: currentJSON}, !bytes.Equal(previousJSON, currentJSON), nil
+}
+
+// changeEvent is the body of an entitlements.changed webhook.
+type changeEvent struct {
+	Type      string     `json:"type"`
+	Timestamp string     `json:"timestamp"`
+	Data      changeData `json:"data"`
+}
+
+type changeData struct {
+	UserID   string          `json:"user_id"`
+	Previous json.RawMessage `json:"previous"`
+	Current  json.RawMessage `json:"current"`
+	Cause    ChangeCause     `json:"cause"`
+}
+
+// Body is the entitlements.changed event announcing the change, caused by cause at now.
+func (c Change) Body(cause ChangeCause, now time.Time) ([]byte, error) {
+	return json.Marshal(changeEvent{Type: EntitlementsChanged, Timestamp: now.Format(time.RFC3339), Data: changeData{
+		UserID: c.UserID, Previous: c.Previous, Current: c.Current, Cause: cause,
+	}})
 }

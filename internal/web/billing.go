@@ -5,12 +5,13 @@ import (
 	"net/http"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/checkout"
 )
 
 // startCheckout is the account page's "Upgrade" button: it creates a checkout for the
 // plan and sends the browser to the provider's page.
 func (w *Web) startCheckout(rw http.ResponseWriter, r *http.Request) {
-	if w.opts.Billing == nil {
+	if w.opts.Checkout == nil {
 		w.notFound(rw, r)
 		return
 	}
@@ -18,14 +19,14 @@ func (w *Web) startCheckout(rw http.ResponseWriter, r *http.Request) {
 	if user == nil {
 		return
 	}
-	url, err := w.opts.Billing.Checkout(r.Context(), billing.Buyer{UserID: user.ID, Email: user.Email},
-		billing.CheckoutRequest{Plan: r.PostFormValue("plan")})
+	url, err := w.opts.Checkout.Start(r.Context(), checkout.Buyer{UserID: user.ID, Email: user.Email},
+		checkout.Request{Plan: r.PostFormValue("plan")})
 	w.toProvider(rw, r, url, err)
 }
 
 // openPortal is the account page's "Manage billing" button.
 func (w *Web) openPortal(rw http.ResponseWriter, r *http.Request) {
-	if w.opts.Billing == nil {
+	if w.opts.Checkout == nil {
 		w.notFound(rw, r)
 		return
 	}
@@ -33,7 +34,7 @@ func (w *Web) openPortal(rw http.ResponseWriter, r *http.Request) {
 	if user == nil {
 		return
 	}
-	url, err := w.opts.Billing.Portal(r.Context(), user.ID)
+	url, err := w.opts.Checkout.Portal(r.Context(), user.ID)
 	w.toProvider(rw, r, url, err)
 }
 

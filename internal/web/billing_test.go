@@ -12,8 +12,13 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/adapty"
+	"github.com/tollgate/tollgate/internal/billing/checkout"
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
+	"github.com/tollgate/tollgate/internal/billing/plans"
+	"github.com/tollgate/tollgate/internal/billing/reader"
+	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
-	"github.com/tollgate/tollgate/internal/webprovider"
 )
 
 const accountPlans = `
@@ -25,20 +30,28 @@ plans:
 `
 
 // newBillingHarness is the forms over a billing service whose web provider is provider.
-func newBillingHarness(t *testing.T, provider *httptest.Server) (*harness, *billing.Service) {
+// billingParts are the pipeline that applies events and the reader the forms answer from.
+type billingParts struct {
+	*pipeline.Pipeline
+	reader *reader.Reader
+}
+
+func newBillingHarness(t *testing.T, provider *httptest.Server) (*harness, billingParts) {
 	d := dbtest.SQLite(t)
-	b := billing.New(d, slog.New(slog.DiscardHandler), billing.Options{
-		MaxBody: 1 << 20, PublicURL: "http://forms.example.test",
-		WebAPI: webprovider.New(webprovider.Config{Key: "sk_test_forms", Base: provider.URL}),
+	log := slog.New(slog.DiscardHandler)
+	r := reader.New(d, log, reader.Options{})
+	c := checkout.New(d, log, r, checkout.Options{
+		PublicURL: "http://forms.example.test", API: stripe.NewClient(stripe.Config{Key: "sk_test_forms", Base: provider.URL}),
 	})
-	plans, err := billing.ParsePlans([]byte(accountPlans))
+	p := pipeline.New(d, log, pipeline.Options{Adapters: []billing.Adapter{stripe.New(""), adapty.New("", nil)}})
+	list, err := plans.ParsePlans([]byte(accountPlans))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.SyncPlans(context.Background(), plans); err != nil {
+	if _, err := plans.Sync(context.Background(), d, list, time.Now().UTC()); err != nil {
 		t.Fatal(err)
 	}
-	return newHarness(t, harnessOpts{db: d, billing: b, checkoutPages: webprovider.PageOrigins(provider.URL)}), b
+	return newHarness(t, harnessOpts{db: d, billing: r, checkout: c, checkoutPages: stripe.PageOrigins(provider.URL)}), billingParts{p, r}
 }
 
 func TestAccountPageStartsCheckoutAndOpensThePortal(t *testing.T) {
@@ -88,7 +101,7 @@ func TestAccountPageStartsCheckoutAndOpensThePortal(t *testing.T) {
 	event := fmt.Sprintf(`{"id":"evt_1","object":"event","type":"customer.subscription.created","created":%d,"data":{"object":{
 		"id":"sub_1","object":"subscription","customer":"cus_ada","status":"active","created":%d,"metadata":{"user_id":"%s"},
 		"items":{"data":[{"price":{"id":"price_pro"},"current_period_end":%d}]}}}}`, now, now, userID, now+86400)
-	if _, err := b.Ingest(context.Background(), billing.ProviderWeb, "evt_1", "customer.subscription.created", []byte(event)); err != nil {
+	if _, err := b.Ingest(context.Background(), billing.ProviderWeb, billing.Event{ID: "evt_1", Type: "customer.subscription.created"}, []byte(event)); err != nil {
 		t.Fatal(err)
 	}
 	page = doc(t, h.get("/").body)
@@ -120,11 +133,11 @@ func TestAccountPageForAMobileSubscriberAndUsage(t *testing.T) {
 		"transaction_id":"t1","original_transaction_id":"t1","expires_at":%q,"purchase_date":%q}}`, userID,
 		time.Now().UTC().Format("2006-01-02T15:04:05.000000-0700"), time.Now().Add(30*24*time.Hour).UTC().Format("2006-01-02T15:04:05.000000-0700"),
 		time.Now().UTC().Format("2006-01-02T15:04:05.000000-0700"))
-	if done, err := b.Ingest(context.Background(), billing.ProviderMobile, "m1", "subscription_started", []byte(event)); err != nil || done.Outcome != "applied" {
+	if done, err := b.Ingest(context.Background(), billing.ProviderMobile, billing.Event{ID: "m1", Type: "subscription_started"}, []byte(event)); err != nil || done.Outcome != "applied" {
 		t.Fatalf("mobile subscription: %+v %v", done, err)
 	}
 	for range 4 {
-		if _, err := b.RecordUsage(context.Background(), userID, "projects", 1); err != nil {
+		if _, err := b.reader.RecordUsage(context.Background(), userID, "projects", 1); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -269,7 +269,9 @@ func (w *Web) account(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		view.fill(answer)
-		offers, err := w.opts.Billing.Offers(r.Context(), user.ID)
+	}
+	if w.opts.Checkout != nil {
+		offers, err := w.opts.Checkout.Offers(r.Context(), user.ID)
 		if err != nil {
 			w.refuse(rw, r, "entitlements", "message", page{Title: "Your account"}, err)
 			return

@@ -12,7 +12,8 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/checkout"
+	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 	"github.com/tollgate/tollgate/internal/identity"
@@ -38,7 +39,8 @@ type harnessOpts struct {
 	oauth    []string
 	perEmail ratelimit.Limit
 	brand    Brand
-	billing  *billing.Service
+	billing  *reader.Reader
+	checkout *checkout.Checkout
 	// checkoutPages are the provider's page origins form-action allows.
 	checkoutPages []string
 }
@@ -62,7 +64,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		DB: h.db, Identity: identity.New(h.fake.URL, "", &http.Client{Timeout: 2 * 1e9}), Throttles: throttles,
 		PublicURL: h.srv.URL, OAuthProviders: o.oauth, SecureCookies: o.secure,
 		PerIP: ratelimit.Limit{Name: "forms/ip", Requests: 10_000, Window: 60 * 1e9}, PerEmail: o.perEmail, Brand: o.brand,
-		Billing: o.billing, CheckoutPages: o.checkoutPages,
+		Billing: o.billing, Checkout: o.checkout, CheckoutPages: o.checkoutPages,
 		Log: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {

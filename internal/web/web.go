@@ -20,6 +20,8 @@ import (
 	"github.com/alexedwards/scs/v2"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/checkout"
+	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/identity"
 	"github.com/tollgate/tollgate/internal/ratelimit"
@@ -33,9 +35,11 @@ var staticFS embed.FS
 
 // Options wires the forms to their collaborators.
 type Options struct {
-	DB             *db.DB
-	Identity       *identity.Client
-	Billing        *billing.Service
+	DB       *db.DB
+	Identity *identity.Client
+	// Billing answers the account page; Checkout, when set, offers and starts web purchases.
+	Billing        *reader.Reader
+	Checkout       *checkout.Checkout
 	Throttles      *ratelimit.Throttles
 	PublicURL      string
 	OAuthProviders []string
@@ -45,7 +49,7 @@ type Options struct {
 	PerIP, PerEmail ratelimit.Limit
 	Brand           Brand
 	// CheckoutPages are the origins of the web provider's hosted checkout and portal pages
-	// (webprovider.PageOrigins), which the account page's forms redirect to; empty when
+	// (stripe.PageOrigins), which the account page's forms redirect to; empty when
 	// web purchases are off.
 	CheckoutPages []string
 	// DevIdentity: the forms run against the development identity service, and every page

@@ -1,0 +1,75 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/adapty"
+	"github.com/tollgate/tollgate/internal/billing/checkout"
+	"github.com/tollgate/tollgate/internal/billing/mirror"
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
+	"github.com/tollgate/tollgate/internal/billing/plans"
+	"github.com/tollgate/tollgate/internal/billing/reader"
+	"github.com/tollgate/tollgate/internal/billing/stripe"
+	"github.com/tollgate/tollgate/internal/billing/webhooks"
+	"github.com/tollgate/tollgate/internal/config"
+	"github.com/tollgate/tollgate/internal/db"
+)
+
+// billingParts is billing as the configuration wires it: the provider adapters, the
+// pipeline that applies their events, the reader that answers, checkout, and the webhook
+// routes. A new provider is one more adapter in the list.
+type billingParts struct {
+	pipeline *pipeline.Pipeline
+	reader   *reader.Reader
+	checkout *checkout.Checkout
+	webhooks *webhooks.Webhooks
+}
+
+func newBilling(d *db.DB, e env, reg prometheus.Registerer) *billingParts {
+	cfg := e.cfg
+	web := stripe.New(cfg.WebWebhookSecret)
+	adapters := []billing.Adapter{web, adapty.New(cfg.MobileWebhookSecret, cfg.MobileEventAliases)}
+	// In sync_engine mode the web provider's events are not received (its route does not
+	// exist) but those stored before can still be replayed.
+	routed := adapters
+	if cfg.WebIngestion != config.IngestWebhook {
+		routed = adapters[1:]
+	}
+	var m *mirror.Mirror
+	if schema := syncEngineSchema(cfg); schema != "" {
+		m = mirror.New(d, schema, e.log)
+	}
+	catalogues := &plans.Catalogues{}
+	b := &billingParts{
+		pipeline: pipeline.New(d, e.log, pipeline.Options{
+			Adapters: adapters, Catalogues: catalogues, Mirror: m, OutboundWebhooks: cfg.OutboundWebhookURL != "",
+		}),
+		reader: reader.New(d, e.log, reader.Options{AnswersMaxAge: cfg.BillingAnswerMaxAge, Catalogues: catalogues, Mirror: m}),
+	}
+	b.pipeline.OnCommit(b.reader.Forget)
+	var api *stripe.Client
+	if cfg.WebAPIKey != "" {
+		api = webAPI(cfg, nil)
+	}
+	b.checkout = checkout.New(d, e.log, b.reader, checkout.Options{API: api, PublicURL: cfg.PublicURL, RedirectOrigins: cfg.CheckoutRedirectOrigins})
+	b.webhooks = webhooks.New(b.pipeline, e.log, webhooks.Options{Adapters: routed, MaxBody: cfg.WebhookMaxBody, Registerer: reg})
+	return b
+}
+
+// syncPlans writes the plans into the database; answers kept from the old catalogue go.
+func (b *billingParts) syncPlans(ctx context.Context, d *db.DB, list []plans.PlanConfig) ([]string, error) {
+	changes, err := plans.Sync(ctx, d, list, time.Now().UTC())
+	if err == nil && len(changes) > 0 {
+		b.reader.Forget("*")
+	}
+	return changes, err
+}
+
+// webAPI is the client of the web provider's API that WEB_API_KEY and WEB_API_BASE name.
+func webAPI(cfg config.Config, onWait func(time.Duration, string)) *stripe.Client {
+	return stripe.NewClient(stripe.Config{Key: cfg.WebAPIKey, Base: cfg.WebAPIBase, OnWait: onWait})
+}

@@ -1,0 +1,196 @@
+package billing
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// An Adapter is one provider's dialect: how its webhooks are verified, what an event is
+// called, and what it says about a subscription. It never touches the database: the
+// pipeline locks the subscription's stored row, asks the adapter what the event makes of
+// it, stores what it answers and writes the canonical row from the facts it reads back.
+// Adapters are passed to the pipeline and the webhook surface explicitly, as a list.
+type Adapter interface {
+	// Provider is the provider's name (see ProviderWeb): the key of its events and rows
+	// and the last segment of its webhook path.
+	Provider() string
+	// Verify checks a request's authenticity from its headers and raw body, before
+	// anything is stored. Any error refuses the request (401) and is logged, never shown.
+	Verify(h http.Header, body []byte, now time.Time) error
+	// Parse names the event of a verified body. The body is valid UTF-8; an error is a
+	// *BodyError (400). Event.Answer set: answer it without recording anything.
+	Parse(body []byte) (Event, error)
+	// Read says what a stored event means: what it is about, when, and what it carries.
+	// ev is what Parse gave (on a replay: its ID and Type only, Decoded nil). Errors are
+	// *Invalid or *Unresolved (stored with the event, answered 200) or a failure.
+	Read(ev Event, body []byte) (Reading, error)
+	// Order says whether the reading replaces the state stored for its subscription. It is
+	// asked only when something is stored and the reading is not that very event.
+	Order(r Reading, stored Stored) Order
+	// Apply gives the state to store once r supersedes stored: the provider's snapshot, or
+	// the result of folding r into stored. decoded is the adapter's reading of that state,
+	// handed back to Facts so that it need not decode it again (nil is fine).
+	Apply(r Reading, stored Stored) (state []byte, decoded any, err error)
+	// Facts turns the stored state into the canonical facts the subscription's row is
+	// written from.
+	Facts(stored Stored) (Facts, error)
+}
+
+// Event is a verified event as Parse names it.
+type Event struct {
+	ID   string
+	Type string
+	// Answer, when set, is the whole answer: 200 with it, nothing recorded.
+	Answer *Answer
+	// Decoded is the adapter's own decoding of the body, kept from Parse to Read so that a
+	// body is read once; nil when Read must decode the body itself.
+	Decoded any
+}
+
+// Answer is a 200 that records nothing: a provider's set-up probe, or an event from an
+// environment the operator filtered out.
+type Answer struct {
+	Outcome string // for the outcome header, logs and metrics
+	Body    any    // encoded as the JSON body; nil: {"received":true}
+}
+
+// Reading is what one event says.
+type Reading struct {
+	// Subscription is the provider subscription the event is about. With Ignore set the
+	// event is about nothing tollgate keeps: it is recorded, answered 200 and logged.
+	Subscription string
+	Ignore       string // why, as the log line says it
+	// Type is the event type as the subscription records it (an alias already resolved);
+	// At is the event's time, which orders it.
+	Type string
+	At   time.Time
+	// Snapshot: the reading is the provider's state read from its API at At (a backfill),
+	// not an event; it is ordered by the time of the read.
+	Snapshot bool
+	// Customer is the provider's customer id, kept on the subscription's row.
+	Customer string
+	// Payment, when set, is all the event carries: a payment that extends the paid period
+	// and changes no stored state. First says who and what it is for, resolved before a
+	// payment is kept for a subscription nothing else has been heard of.
+	Payment *Payment
+	First   *Facts
+	// Decoded is the adapter's own reading, for Order and Apply.
+	Decoded any
+}
+
+// Payment is a paid period: paid through Through, at At. Payments combine as running
+// maxima, so they apply the same in any order.
+type Payment struct {
+	Through time.Time
+	At      time.Time
+}
+
+// Stored is a provider subscription's stored row, as adapters see it.
+type Stored struct {
+	// State is what Apply last gave, or empty; Decoded its reading when it was just
+	// written (else nil).
+	State   []byte
+	Decoded any
+	// The event that wrote State ("" and zero when none has).
+	LastEventID, LastEventType string
+	LastEventAt                time.Time
+	Customer                   string
+	// The payments seen: the latest paid-through and the latest payment's time.
+	PaidThrough, PaidAt *time.Time
+}
+
+// HasState says whether an event has written the row's state.
+func (s Stored) HasState() bool { return s.LastEventID != "" }
+
+// Order is how a reading stands to the stored state.
+type Order int
+
+const (
+	// Supersedes: the reading replaces the stored state.
+	Supersedes Order = iota
+	// Stale: the stored state is newer; the reading changes nothing.
+	Stale
+	// Same: a snapshot that finds the state it read already stored writes nothing.
+	Same
+)
+
+// ByTime is the rule every provider starts from: a later event wins, an earlier one is
+// stale, and decided is false for the same instant, which each provider breaks its own way.
+func ByTime(at time.Time, stored Stored) (o Order, decided bool) {
+	switch {
+	case !stored.HasState(), at.After(stored.LastEventAt):
+		return Supersedes, true
+	case at.Before(stored.LastEventAt):
+		return Stale, true
+	}
+	return Supersedes, false
+}
+
+// Facts is what a stored state says about the canonical subscription.
+type Facts struct {
+	// Customer names the user; Unresolved is the error when it names nobody tollgate
+	// knows. Link is the provider customer id that, once linked to the user, resolves
+	// later events without a user id (today only the web provider's customers link).
+	Link       string
+	UserID     string
+	Unresolved error
+	// Status is canonical; PeriodEnd the access horizon (nil: none).
+	Status    string
+	PeriodEnd *time.Time
+	// Products are the provider's price or product ids the plan is mapped from.
+	Products []string
+	// Amount and Currency, when the provider sends them: the price per period in the
+	// currency's minor unit.
+	Amount   int64
+	Currency string
+}
+
+// A Fetcher has network work to do for an event before its transaction: reading the
+// purchase from the provider's API, say. An error answers 503 and the provider retries.
+type Fetcher interface {
+	Fetch(ctx context.Context, ev Event, body []byte) (Event, error)
+}
+
+// A Committer acts after the transaction that applied an event commits: acknowledging a
+// purchase, say. Its failure is logged; the event stays applied.
+type Committer interface {
+	Committed(ctx context.Context, ev Event, outcome string) error
+}
+
+// A Snapshotter reads the provider's state of a subscription, as its API returns it, into
+// a Reading ordered by the time of the read (Reading.Snapshot).
+type Snapshotter interface {
+	ReadSnapshot(raw []byte, at time.Time) (Reading, SnapshotInfo, error)
+}
+
+// SnapshotInfo is what a backfill reports of a subscription it read.
+type SnapshotInfo struct {
+	Subscription string
+	Customer     string
+	Created      time.Time
+}
+
+// SingleHeader is the one value a request carries under any of names. Two values, under
+// one name or several, are refused rather than guessed at: which of them a proxy or an
+// attacker added cannot be told.
+func SingleHeader(h http.Header, names ...string) (string, error) {
+	var values []string
+	for _, name := range names {
+		values = append(values, h.Values(name)...)
+	}
+	switch len(values) {
+	case 0:
+		return "", ErrMissingHeader
+	case 1:
+		return values[0], nil
+	}
+	return "", ErrAmbiguousHeader
+}
+
+// SnapshotEventType is the event type recorded for a state read from a provider's API;
+// SnapshotEventID names the read made at at, where an event's id would be.
+const SnapshotEventType = "tollgate.backfill"
+
+func SnapshotEventID(at time.Time) string { return "backfill_" + strconv.FormatInt(at.Unix(), 10) }

@@ -1,0 +1,259 @@
+// Package checkout starts web purchases and opens the web provider's customer portal,
+// and says what the account page offers a user: the surfaces' way into the provider's
+// API, bounded by what the user already has.
+package checkout
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/reader"
+	"github.com/tollgate/tollgate/internal/billing/stripe"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbq"
+)
+
+// Options configures a Checkout.
+type Options struct {
+	// API, when set (WEB_API_KEY), lets users start web purchases and open the
+	// provider's portal; PublicURL and RedirectOrigins bound where they return to.
+	API             *stripe.Client
+	PublicURL       string
+	RedirectOrigins []string
+}
+
+// Checkout is the web provider's checkout and portal for signed-in users.
+type Checkout struct {
+	db        *db.DB
+	log       *slog.Logger
+	reader    *reader.Reader
+	api       *stripe.Client
+	publicURL string
+	// redirectOrigins are the scheme://host[:port] a checkout may return to.
+	redirectOrigins []string
+}
+
+// New builds a Checkout.
+func New(d *db.DB, log *slog.Logger, r *reader.Reader, opts Options) *Checkout {
+	s := &Checkout{db: d, log: log, reader: r, api: opts.API, publicURL: strings.TrimRight(opts.PublicURL, "/")}
+	if u, err := url.Parse(s.publicURL); err == nil && u.Host != "" {
+		s.redirectOrigins = append(s.redirectOrigins, strings.ToLower(u.Scheme+"://"+u.Host))
+	}
+	for _, origin := range opts.RedirectOrigins {
+		s.redirectOrigins = append(s.redirectOrigins, strings.ToLower(strings.TrimRight(origin, "/")))
+	}
+	return s
+}
+
+// request runs one request's database work within DB_TIMEOUT and tells the database's
+// outage log how it went.
+func (s *Checkout) request(ctx context.Context, work func(ctx context.Context) error) error {
+	ctx, cancel := s.db.Bound(ctx)
+	defer cancel()
+	return s.db.Report(ctx, work(ctx))
+}
+
+// Buyer is the user starting a purchase, as the token or session names them.
+type Buyer struct {
+	UserID string
+	Email  string
+}
+
+// Request is what to buy. Price, when given, must be one of the plan's web prices
+// (default: its first); empty URLs default to PUBLIC_URL/?checkout=success|cancel.
+type Request struct {
+	Plan       string
+	Price      string
+	SuccessURL string
+	CancelURL  string
+}
+
+// Start starts a web purchase of a plan: a Checkout Session for the plan's price whose
+// subscription carries metadata.user_id, so that its webhooks resolve to the buyer with no
+// further step. It returns the session's URL, to send the buyer to.
+func (s *Checkout) Start(ctx context.Context, buyer Buyer, req Request) (string, error) {
+	if s.api == nil {
+		return "", billing.ErrCheckoutUnavailable
+	}
+	success, err := s.redirectURL(req.SuccessURL, "/?checkout=success")
+	if err != nil {
+		return "", err
+	}
+	cancel, err := s.redirectURL(req.CancelURL, "/?checkout=cancel")
+	if err != nil {
+		return "", err
+	}
+	var prices []dbq.PlanWebPricesRow
+	var position billing.Entitlements
+	var customer string
+	err = s.request(ctx, func(ctx context.Context) error {
+		q := dbq.New(s.db)
+		var err error
+		if prices, err = q.PlanWebPrices(ctx, req.Plan); err != nil {
+			return err
+		}
+		if position, err = s.reader.Read(ctx, q, buyer.UserID); err != nil {
+			return err
+		}
+		customer, err = webCustomerOf(ctx, q, buyer.UserID)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	price, err := pickPrice(prices, req.Price)
+	if err != nil {
+		return "", err
+	}
+	if position.ManagedInApp() {
+		return "", billing.ErrManagedInApp
+	}
+	for _, sub := range position.Subscriptions {
+		if sub.Plan.Key == req.Plan && sub.Entitling(position.At) {
+			return "", billing.ErrAlreadySubscribed
+		}
+	}
+	sessionURL, err := s.api.CreateCheckout(ctx, stripe.Checkout{
+		Price: price, UserID: buyer.UserID, Customer: customer, CustomerEmail: buyer.Email, SuccessURL: success, CancelURL: cancel,
+	})
+	return sessionURL, s.providerFailure(ctx, "checkout", err)
+}
+
+// Portal opens the web provider's customer portal for the user's linked web customer,
+// returning to PUBLIC_URL/.
+func (s *Checkout) Portal(ctx context.Context, userID string) (string, error) {
+	if s.api == nil {
+		return "", billing.ErrCheckoutUnavailable
+	}
+	var customer string
+	var position billing.Entitlements
+	err := s.request(ctx, func(ctx context.Context) error {
+		var err error
+		q := dbq.New(s.db)
+		if customer, err = webCustomerOf(ctx, q, userID); err != nil || customer != "" {
+			return err
+		}
+		position, err = s.reader.Read(ctx, q, userID)
+		return err
+	})
+	switch {
+	case err != nil:
+		return "", err
+	case customer == "" && position.ManagedInApp():
+		return "", billing.ErrManagedInApp
+	case customer == "":
+		return "", billing.ErrNoWebCustomer
+	}
+	sessionURL, err := s.api.CreatePortal(ctx, customer, s.publicURL+"/")
+	return sessionURL, s.providerFailure(ctx, "portal", err)
+}
+
+// WebOffers is what the account page offers a user on the web: the plans above theirs
+// that have web prices, whether they have a web customer whose billing they can manage,
+// and, instead of both, whether their subscription is managed in the mobile app.
+type WebOffers struct {
+	Upgrades     []billing.Plan
+	Manage       bool
+	ManagedInApp bool
+}
+
+// Offers lists the user's web offers. Without WEB_API_KEY there are none.
+func (s *Checkout) Offers(ctx context.Context, userID string) (WebOffers, error) {
+	var offers WebOffers
+	if s.api == nil {
+		return offers, nil
+	}
+	err := s.request(ctx, func(ctx context.Context) error {
+		q := dbq.New(s.db)
+		position, err := s.reader.Read(ctx, q, userID)
+		if err != nil {
+			return err
+		}
+		plans, err := q.PlansSoldOnWeb(ctx)
+		if err != nil {
+			return err
+		}
+		current := int32(-1)
+		if g := position.Governing(); g != nil {
+			current = g.Plan.Tier
+		}
+		// A subscription bought in the app is changed there: nothing to buy beside it.
+		offers.ManagedInApp = position.ManagedInApp()
+		for _, p := range plans {
+			if p.Tier > current && !offers.ManagedInApp {
+				offers.Upgrades = append(offers.Upgrades, billing.Plan{Key: p.Key, Name: p.Name, ID: p.ID, Tier: p.Tier})
+			}
+		}
+		customer, err := webCustomerOf(ctx, q, userID)
+		offers.Manage = customer != ""
+		return err
+	})
+	return offers, err
+}
+
+func pickPrice(prices []dbq.PlanWebPricesRow, want string) (string, error) {
+	if len(prices) == 0 {
+		return "", billing.ErrUnknownPlan
+	}
+	if !prices[0].PriceID.Valid {
+		return "", billing.ErrPlanNotOnWeb
+	}
+	if want == "" {
+		return prices[0].PriceID.String, nil
+	}
+	if !slices.ContainsFunc(prices, func(p dbq.PlanWebPricesRow) bool { return p.PriceID.String == want }) {
+		return "", billing.ErrForeignPrice
+	}
+	return want, nil
+}
+
+// redirectURL is raw when it is an absolute http(s) URL on PUBLIC_URL's origin or one of
+// CHECKOUT_REDIRECT_ORIGINS, and PUBLIC_URL + path when raw is empty. Anything else could
+// send a buyer from the provider's page to a stranger's.
+func (s *Checkout) redirectURL(raw, path string) (string, error) {
+	if raw == "" {
+		return s.publicURL + path, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+		return "", billing.ErrRedirectOrigin
+	}
+	if !slices.Contains(s.redirectOrigins, strings.ToLower(u.Scheme+"://"+u.Host)) {
+		return "", billing.ErrRedirectOrigin
+	}
+	return raw, nil
+}
+
+// providerFailure turns a failed session call into a ProviderError, logging its status
+// and nothing of the provider's message.
+func (s *Checkout) providerFailure(ctx context.Context, what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var apiErr *stripe.Error
+	status := 0
+	if errors.As(err, &apiErr) {
+		status = apiErr.Status
+	}
+	s.log.WarnContext(ctx, "web provider refused a session", "session", what, "status", status)
+	return &billing.ProviderError{Status: status}
+}
+
+// webCustomerOf is the web customer id linked to the user, or "".
+func webCustomerOf(ctx context.Context, q *dbq.Queries, userID string) (string, error) {
+	customers, err := q.UserCustomers(ctx, userID)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range customers {
+		if c.WebCustomerID.Valid {
+			return c.WebCustomerID.String, nil
+		}
+	}
+	return "", nil
+}

@@ -1,0 +1,211 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/db/dbq"
+)
+
+// providerSubscription is a locked provider_subscriptions row being worked on.
+type providerSubscription = dbq.LockProviderSubscriptionRow
+
+// lock locks the reading's subscription row (creating it) and notes the plan catalogue's
+// version, which comes with it. Every writer of a subscription's canonical row takes this
+// lock first, so events for one subscription apply one at a time.
+func (p *Pipeline) lock(ctx context.Context, w *work, subscription string) (providerSubscription, error) {
+	row, err := w.LockProviderSubscription(ctx, dbq.LockProviderSubscriptionParams{
+		Provider: w.adapter.Provider(), ProviderSubscriptionID: subscription, Now: p.now(),
+	})
+	w.plansVersion = row.PlansVersion
+	return row, err
+}
+
+// storedOf is the row as adapters see it.
+func storedOf(ps providerSubscription) billing.Stored {
+	return billing.Stored{
+		State: []byte(ps.State), LastEventID: ps.LastEventID.String, LastEventType: ps.LastEventType.String,
+		LastEventAt: ps.LastEventAt.Time, Customer: ps.ProviderCustomerID.String,
+		PaidThrough: timePtr(ps.PaidThrough), PaidAt: timePtr(ps.PaidEventAt),
+	}
+}
+
+// apply applies a reading of the event eventID (a snapshot's read names its own) to its
+// subscription: a duplicate or stale reading changes no stored state, one that supersedes
+// replaces it. Either way the canonical row is written from whatever state stands, which
+// is idempotent and lets a replay carry a plan or customer link fixed since.
+func (p *Pipeline) apply(ctx context.Context, w *work, r billing.Reading, eventID string) (string, error) {
+	ps, err := p.lock(ctx, w, r.Subscription)
+	if err != nil {
+		return "", err
+	}
+	if r.Payment != nil {
+		return p.applyPayment(ctx, w, r, ps)
+	}
+	stored := storedOf(ps)
+	order := billing.Supersedes
+	switch {
+	case !r.Snapshot && stored.LastEventID == eventID:
+		return p.materialise(ctx, w, ps.ID, stored, billing.OutcomeDuplicate)
+	case stored.HasState():
+		order = w.adapter.Order(r, stored)
+	}
+	outcome := billing.OutcomeApplied
+	switch order {
+	case billing.Stale:
+		outcome, w.stale = billing.OutcomeStale, true
+	case billing.Supersedes:
+		state, decoded, err := w.adapter.Apply(r, stored)
+		if err != nil {
+			return "", err
+		}
+		at := r.At
+		ps.State, ps.ProviderCustomerID = string(state), nullString(r.Customer)
+		ps.LastEventID, ps.LastEventType, ps.LastEventAt = nullString(eventID), nullString(r.Type), nullTime(&at)
+		if err := p.save(ctx, w, ps); err != nil {
+			return "", err
+		}
+		stored = storedOf(ps)
+		stored.State, stored.Decoded = state, decoded
+	}
+	return p.materialise(ctx, w, ps.ID, stored, outcome)
+}
+
+// applyPayment keeps a payment as running maxima of the paid period and the payment's
+// time, so payments combine the same way in any order.
+func (p *Pipeline) applyPayment(ctx context.Context, w *work, r billing.Reading, ps providerSubscription) (string, error) {
+	if !ps.LastEventID.Valid && !ps.PaidThrough.Valid && r.First != nil {
+		// The first word of this subscription: the payment must resolve on its own, since
+		// no stored state vouches for it yet.
+		if _, err := p.resolveCustomer(ctx, w, *r.First, 0, sql.NullTime{}); err != nil {
+			return "", err
+		}
+		if _, err := p.resolvePlan(ctx, w, r.First.Products); err != nil {
+			return "", err
+		}
+	}
+	outcome := billing.OutcomeDuplicate
+	paid := r.Payment
+	if !ps.PaidThrough.Valid || paid.Through.After(ps.PaidThrough.Time) {
+		ps.PaidThrough, outcome = nullTime(&paid.Through), billing.OutcomeApplied
+	}
+	if !ps.PaidEventAt.Valid || paid.At.After(ps.PaidEventAt.Time) {
+		ps.PaidEventAt, outcome = nullTime(&paid.At), billing.OutcomeApplied
+	}
+	if outcome == billing.OutcomeApplied {
+		if err := p.save(ctx, w, ps); err != nil {
+			return "", err
+		}
+	}
+	if !ps.LastEventID.Valid {
+		return outcome, nil // no state yet: the first event that brings one picks the payment up
+	}
+	return p.materialise(ctx, w, ps.ID, storedOf(ps), outcome)
+}
+
+func (p *Pipeline) save(ctx context.Context, w *work, ps providerSubscription) error {
+	return w.SaveProviderSubscription(ctx, dbq.SaveProviderSubscriptionParams{
+		ID: ps.ID, ProviderCustomerID: ps.ProviderCustomerID, State: ps.State,
+		LastEventID: ps.LastEventID, LastEventType: ps.LastEventType, LastEventAt: ps.LastEventAt,
+		PaidThrough: ps.PaidThrough, PaidEventAt: ps.PaidEventAt, Now: p.now(),
+	})
+}
+
+// materialise writes the canonical subscription of the locked provider subscription
+// providerSubscriptionID from the facts of its stored state.
+func (p *Pipeline) materialise(ctx context.Context, w *work, providerSubscriptionID int64, stored billing.Stored, outcome string) (string, error) {
+	if !stored.HasState() {
+		return outcome, nil
+	}
+	f, err := w.adapter.Facts(stored)
+	if err != nil {
+		return "", err
+	}
+	periodEnd := nullTime(f.PeriodEnd)
+	customer, err := p.resolveCustomer(ctx, w, f, providerSubscriptionID, periodEnd)
+	if err != nil {
+		return "", err
+	}
+	plan, err := p.resolvePlan(ctx, w, f.Products)
+	if err != nil {
+		return "", err
+	}
+	return outcome, p.upsertSubscription(ctx, w, customer.userID, dbq.UpsertSubscriptionParams{
+		ProviderSubscriptionID: providerSubscriptionID, BillingCustomerID: customer.id, PlanID: plan,
+		Provider: w.adapter.Provider(), Status: f.Status, CurrentPeriodEnd: periodEnd, Now: p.now(),
+	})
+}
+
+// billingCustomer is a billing_customers row: its id and its identity user.
+type billingCustomer struct {
+	id     int64
+	userID string
+}
+
+// resolveCustomer finds the billing customer the facts name: the user linked to their
+// provider customer id, else the user id they carry, which is then linked.
+// providerSubscriptionID and periodEnd are the canonical write that follows, if one does
+// (else 0), for upsertCustomer.
+func (p *Pipeline) resolveCustomer(ctx context.Context, w *work, f billing.Facts, providerSubscriptionID int64, periodEnd sql.NullTime) (billingCustomer, error) {
+	if f.Link != "" {
+		c, err := w.GetCustomerByWebID(ctx, nullString(f.Link))
+		if err == nil {
+			return billingCustomer{c.ID, c.UserID}, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return billingCustomer{}, err
+		}
+	}
+	if !billing.IsUUID(f.UserID) {
+		if f.Unresolved == nil {
+			return billingCustomer{}, billing.NewUnresolved("unresolved customer", "provider", w.adapter.Provider())
+		}
+		return billingCustomer{}, f.Unresolved
+	}
+	c, err := p.upsertCustomer(ctx, w, f.UserID, providerSubscriptionID, periodEnd)
+	if err != nil {
+		return billingCustomer{}, err
+	}
+	if f.Link != "" && !c.WebCustomerID.Valid {
+		if err := w.LinkWebCustomer(ctx, dbq.LinkWebCustomerParams{ID: c.ID, WebCustomerID: nullString(f.Link), Now: p.now()}); err != nil {
+			return billingCustomer{}, err
+		}
+	}
+	return billingCustomer{c.ID, f.UserID}, nil
+}
+
+// resolvePlan finds the highest-tier plan that sells any of the price (or product) ids,
+// by the mapping of the plan catalogue the work's transaction sees.
+func (p *Pipeline) resolvePlan(ctx context.Context, w *work, priceIDs []string) (int64, error) {
+	c, err := p.catalogues.At(ctx, w.Queries, w.plansVersion)
+	if err != nil {
+		return 0, err
+	}
+	plan, ok := c.PlanFor(w.adapter.Provider(), priceIDs)
+	if !ok {
+		return 0, billing.NewUnresolved("unmapped price or product", "price_ids", priceIDs)
+	}
+	return plan.ID, nil
+}
+
+func timePtr(t sql.NullTime) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	u := t.Time.UTC()
+	return &u
+}
+
+func nullTime(t *time.Time) sql.NullTime {
+	if t == nil {
+		return sql.NullTime{}
+	}
+	return sql.NullTime{Time: t.UTC(), Valid: true}
+}
+
+func nullString(s string) sql.NullString {
+	return sql.NullString{String: s, Valid: s != ""}
+}

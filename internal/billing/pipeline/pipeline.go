@@ -1,0 +1,180 @@
+// Package pipeline is billing's one ingestion path, for every provider adapter: record
+// the event, read it through its adapter, apply it in order under its subscription's row
+// lock, resolve the customer and the plan, write the canonical row, detect whether the
+// user's answer changed and record that in the outbox, and mark the event processed — in
+// the transaction that stores it. Replays and backfills take the same path.
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/mirror"
+	"github.com/tollgate/tollgate/internal/billing/plans"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbq"
+)
+
+// Options configures a Pipeline.
+type Options struct {
+	// Adapters are the providers whose events are processed, replayed or backfilled.
+	Adapters []billing.Adapter
+	// Catalogues is the plan catalogue shared with the reader.
+	Catalogues *plans.Catalogues
+	// Mirror, in sync_engine mode, is where web subscriptions are read from; else nil.
+	Mirror *mirror.Mirror
+	// OutboundWebhooks records an entitlements.changed event in the outbox with every
+	// change of a user's billing answer (OUTBOUND_WEBHOOK_URL is set).
+	OutboundWebhooks bool
+	Clock            func() time.Time
+}
+
+// Pipeline applies providers' events to the canonical model.
+type Pipeline struct {
+	db         *db.DB
+	log        *slog.Logger
+	now        func() time.Time
+	adapters   map[string]billing.Adapter
+	catalogues *plans.Catalogues
+	mirror     *mirror.Mirror
+	announce   bool // record changes in the outbox
+	onChange   []func(ctx context.Context, userID string)
+	onCommit   []func(users ...string)
+}
+
+// New builds a Pipeline.
+func New(d *db.DB, log *slog.Logger, opts Options) *Pipeline {
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	p := &Pipeline{
+		db: d, log: log, now: func() time.Time { return clock().UTC() }, adapters: map[string]billing.Adapter{},
+		catalogues: opts.Catalogues, mirror: opts.Mirror, announce: opts.OutboundWebhooks,
+	}
+	if p.catalogues == nil {
+		p.catalogues = &plans.Catalogues{}
+	}
+	for _, a := range opts.Adapters {
+		p.adapters[a.Provider()] = a
+	}
+	return p
+}
+
+// Adapter is the adapter of provider, if the pipeline has one.
+func (p *Pipeline) Adapter(provider string) (billing.Adapter, bool) {
+	a, ok := p.adapters[provider]
+	return a, ok
+}
+
+// OnBillingChange registers fn, called after a transaction that changed a user's billing
+// answer (the view /api/v1/me gives) commits, with that user's id: by webhooks, replays
+// and backfills, not by an event that changed no answer (see upsertSubscription). It runs
+// before the webhook is answered, so it should be quick, or hand the work off. Register
+// before serving.
+func (p *Pipeline) OnBillingChange(fn func(ctx context.Context, userID string)) {
+	p.onChange = append(p.onChange, fn)
+}
+
+// OnCommit registers fn, called after every transaction that wrote users' billing rows,
+// with those users (changed or not): the reader forgets what it kept of them.
+func (p *Pipeline) OnCommit(fn func(users ...string)) { p.onCommit = append(p.onCommit, fn) }
+
+// committed runs the hooks after a transaction that wrote rows of the touched users and
+// changed the answers of changed.
+func (p *Pipeline) committed(ctx context.Context, touched []string, changed []string) {
+	for _, fn := range p.onCommit {
+		fn(append(slices.Clone(changed), touched...)...)
+	}
+	p.billingChanged(ctx, changed)
+}
+
+// billingChanged calls the hooks for each changed user once. A hook that panics is logged;
+// the change is committed regardless.
+func (p *Pipeline) billingChanged(ctx context.Context, users []string) {
+	for i, userID := range users {
+		if slices.Contains(users[:i], userID) {
+			continue
+		}
+		for _, fn := range p.onChange {
+			func() {
+				defer func() {
+					if v := recover(); v != nil {
+						p.log.ErrorContext(ctx, "billing change hook panicked", "user_id", userID, "panic", v)
+					}
+				}()
+				fn(ctx, userID)
+			}()
+		}
+	}
+}
+
+// Processed is what became of an event: its outcome (applied, duplicate, stale, ignored,
+// unresolved, invalid), the user it resolved to, and for unresolved and invalid events
+// the reason stored with it.
+type Processed struct {
+	Outcome string
+	UserID  string
+	Reason  string
+	changed []string
+}
+
+// Ingest stores one verified event and processes it in a single transaction, so an event
+// is either recorded and processed or, on any database failure, not there at all. An
+// adapter's network step runs before the transaction (its failure is returned, wrapped
+// in ErrFetch), its post-commit action after.
+func (p *Pipeline) Ingest(ctx context.Context, provider string, ev billing.Event, body []byte) (Processed, error) {
+	a, ok := p.adapters[provider]
+	if !ok {
+		return Processed{}, fmt.Errorf("no adapter for provider %q", provider)
+	}
+	if f, ok := a.(billing.Fetcher); ok {
+		var err error
+		if ev, err = f.Fetch(ctx, ev, body); err != nil {
+			return Processed{}, &FetchError{Err: err}
+		}
+	}
+	var done Processed
+	err := p.request(ctx, func(ctx context.Context) error {
+		return p.db.InTx(ctx, func(tx *sql.Tx) error {
+			rowID, err := dbq.New(tx).UpsertProviderEvent(ctx, dbq.UpsertProviderEventParams{
+				Provider: provider, ProviderEventID: ev.ID, EventType: ev.Type, Payload: body, Now: p.now(),
+			})
+			if err != nil {
+				return err
+			}
+			done, err = p.process(ctx, tx, event{rowID: rowID, adapter: a, Event: ev, body: body, marked: true})
+			return err
+		})
+	})
+	if err != nil {
+		return done, err
+	}
+	p.committed(ctx, []string{done.UserID}, done.changed)
+	if c, ok := a.(billing.Committer); ok {
+		if err := c.Committed(ctx, ev, done.Outcome); err != nil {
+			p.log.WarnContext(ctx, "after-commit action failed", "provider", provider, "event_id", ev.ID, "error", err)
+		}
+	}
+	return done, nil
+}
+
+// FetchError is an adapter's network step failing before anything was stored: the
+// provider should retry.
+type FetchError struct{ Err error }
+
+func (e *FetchError) Error() string { return "reading the event from the provider: " + e.Err.Error() }
+func (e *FetchError) Unwrap() error { return e.Err }
+
+// request runs one request's database work within DB_TIMEOUT and tells the database's
+// outage log how it went.
+func (p *Pipeline) request(ctx context.Context, work func(ctx context.Context) error) error {
+	ctx, cancel := p.db.Bound(ctx)
+	defer cancel()
+	return p.db.Report(ctx, work(ctx))
+}

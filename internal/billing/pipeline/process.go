@@ -1,0 +1,98 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/db/dbq"
+)
+
+// event is a stored event to process: its row, its adapter, what Parse named, its body,
+// and whether the statement that stored it already marked it processed.
+type event struct {
+	billing.Event
+	rowID   string
+	adapter billing.Adapter
+	body    []byte
+	marked  bool
+}
+
+// work is one event's work inside a transaction: the transaction's queries, the adapter,
+// what caused it, the plan catalogue's version its row lock read, what it read ahead for
+// the canonical write, and what it did. Several events may share one transaction, each
+// with its own work.
+type work struct {
+	*dbq.Queries
+	tx           *sql.Tx
+	adapter      billing.Adapter
+	cause        billing.ChangeCause
+	plansVersion int64
+	customerRead *customerRead // see upsertCustomer
+	// stale: the stored state was newer than the reading (a backfill reports it).
+	stale bool
+	// changed are the users whose billing answer the work changed, told once it commits;
+	// user is the user the event resolved to, if it did.
+	changed []string
+	user    string
+}
+
+func newWork(tx *sql.Tx, a billing.Adapter, cause billing.ChangeCause) *work {
+	return &work{Queries: dbq.New(tx), tx: tx, adapter: a, cause: cause}
+}
+
+// process runs the adapter over a stored event and marks it processed, unless marked says
+// the statement that stored it already did. The event's writes sit behind a savepoint: an
+// event that resolves to no user or plan, or that can never be processed, leaves every
+// canonical row exactly as it was, and its reason is stored on the event so that `events
+// replay --unprocessed` finds it again. Any other error is returned so the transaction
+// rolls back and the provider retries.
+func (p *Pipeline) process(ctx context.Context, tx *sql.Tx, ev event) (Processed, error) {
+	if _, err := tx.ExecContext(ctx, "savepoint process_event"); err != nil {
+		return Processed{}, err
+	}
+	provider := ev.adapter.Provider()
+	w := newWork(tx, ev.adapter, billing.ChangeCause{Provider: provider, ProviderEventID: ev.ID, EventType: ev.Type})
+	outcome, err := p.applyEvent(ctx, w, ev)
+	var invalid *billing.Invalid
+	var unresolved *billing.Unresolved
+	processingError := sql.NullString{}
+	switch {
+	case errors.As(err, &unresolved):
+		outcome = billing.OutcomeUnresolved
+		processingError = sql.NullString{String: unresolved.Error(), Valid: true}
+		p.log.InfoContext(ctx, unresolved.What, append([]any{"provider", provider, "event_id", ev.ID}, unresolved.IDs...)...)
+	case errors.As(err, &invalid):
+		outcome = billing.OutcomeInvalid
+		processingError = sql.NullString{String: invalid.Msg, Valid: true}
+		p.log.WarnContext(ctx, "webhook event cannot be processed", "provider", provider, "event_id", ev.ID, "error", invalid.Msg)
+	case err != nil:
+		return Processed{}, err
+	}
+	if processingError.Valid {
+		if _, err := tx.ExecContext(ctx, "rollback to savepoint process_event"); err != nil {
+			return Processed{}, err
+		}
+		w.changed, w.user = nil, ""
+	}
+	if processingError.Valid || !ev.marked {
+		if err := w.MarkEventProcessed(ctx, dbq.MarkEventProcessedParams{ID: ev.rowID, ProcessedAt: sql.NullTime{Time: p.now(), Valid: true}, ProcessingError: processingError}); err != nil {
+			return Processed{}, err
+		}
+	}
+	return Processed{Outcome: outcome, UserID: w.user, Reason: processingError.String, changed: w.changed}, nil
+}
+
+// applyEvent reads the event through its adapter and applies what it says.
+func (p *Pipeline) applyEvent(ctx context.Context, w *work, ev event) (string, error) {
+	r, err := w.adapter.Read(ev.Event, ev.body)
+	if err != nil {
+		return "", err
+	}
+	if r.Ignore != "" {
+		p.log.InfoContext(ctx, r.Ignore, "provider", w.cause.Provider, "event_id", ev.ID, "event_type", ev.Type)
+		return billing.OutcomeIgnored, nil
+	}
+	return p.apply(ctx, w, r, ev.ID)
+}

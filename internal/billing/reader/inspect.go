@@ -1,0 +1,103 @@
+package reader
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/db/dbq"
+)
+
+// UserReport is what tollgate knows of one user's billing, for an operator: the customer
+// rows, each provider subscription, the billing view every surface shows, and the newest
+// events that name the user or their subscriptions (processed or not).
+type UserReport struct {
+	UserID        string               `json:"user_id"`
+	Customers     []ReportCustomer     `json:"customers"`
+	Subscriptions []ReportSubscription `json:"subscriptions"`
+	Billing       billing.BillingView  `json:"billing"`
+	RecentEvents  []ReportEvent        `json:"recent_events"`
+}
+
+// ReportCustomer is a billing_customers row.
+type ReportCustomer struct {
+	ID            int64     `json:"id"`
+	WebCustomerID *string   `json:"web_customer_id"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// ReportSubscription is one provider subscription with its canonical status.
+type ReportSubscription struct {
+	Provider         string     `json:"provider"`
+	ID               string     `json:"id"`
+	Status           string     `json:"status"`
+	CurrentPeriodEnd *time.Time `json:"current_period_end"`
+	Plan             string     `json:"plan"`
+	LastEventID      *string    `json:"last_event_id"`
+	LastEventType    *string    `json:"last_event_type"`
+	LastEventAt      *time.Time `json:"last_event_at"`
+}
+
+// ReportEvent is a stored provider event.
+type ReportEvent struct {
+	Provider        string     `json:"provider"`
+	ID              string     `json:"id"`
+	Type            string     `json:"type"`
+	ReceivedAt      time.Time  `json:"received_at"`
+	ProcessedAt     *time.Time `json:"processed_at"`
+	ProcessingError *string    `json:"processing_error"`
+}
+
+// Inspect reports on userID. A user tollgate has never seen gets empty lists and the
+// default plan. In sync_engine mode the mirrored web subscriptions show in Billing only.
+func (s *Reader) Inspect(ctx context.Context, userID string) (UserReport, error) {
+	r := UserReport{UserID: userID, Customers: []ReportCustomer{}, Subscriptions: []ReportSubscription{}, RecentEvents: []ReportEvent{}}
+	q := dbq.New(s.db)
+	customers, err := q.UserCustomers(ctx, userID)
+	if err != nil {
+		return r, err
+	}
+	for _, c := range customers {
+		r.Customers = append(r.Customers, ReportCustomer{ID: c.ID, WebCustomerID: stringPtr(c.WebCustomerID), CreatedAt: c.CreatedAt.UTC()})
+	}
+	subs, err := q.UserSubscriptions(ctx, userID)
+	if err != nil {
+		return r, err
+	}
+	for _, sub := range subs {
+		r.Subscriptions = append(r.Subscriptions, ReportSubscription{
+			Provider: sub.Provider, ID: sub.ProviderSubscriptionID, Status: sub.Status, CurrentPeriodEnd: timePtr(sub.CurrentPeriodEnd),
+			Plan: sub.PlanKey, LastEventID: stringPtr(sub.LastEventID), LastEventType: stringPtr(sub.LastEventType), LastEventAt: timePtr(sub.LastEventAt),
+		})
+	}
+	if r.Billing, err = s.View(ctx, userID); err != nil {
+		return r, err
+	}
+	events, err := q.UserRecentEvents(ctx, sql.NullString{String: userID, Valid: userID != ""})
+	if err != nil {
+		return r, err
+	}
+	for _, e := range events { // the newest 10
+		r.RecentEvents = append(r.RecentEvents, ReportEvent{
+			Provider: e.Provider, ID: e.ProviderEventID, Type: e.EventType, ReceivedAt: e.ReceivedAt.UTC(),
+			ProcessedAt: timePtr(e.ProcessedAt), ProcessingError: stringPtr(e.ProcessingError),
+		})
+	}
+	return r, nil
+}
+
+func stringPtr(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
+}
+
+func timePtr(t sql.NullTime) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	u := t.Time.UTC()
+	return &u
+}

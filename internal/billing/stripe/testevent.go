@@ -1,0 +1,96 @@
+package stripe
+
+// Test events, as "tollgate webhook send" sends them.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+)
+
+// LooksLike says whether a JSON object looks like a web event: an object "event" with a
+// type and data, as Stripe sends.
+func LooksLike(top map[string]json.RawMessage) bool {
+	return billing.Text(top["object"]) == "event" && len(top["data"]) > 0
+}
+
+// MoveToNow shifts every time in a web event by the same amount, so that the event
+// happens at now and the periods it describes start at the same offsets from now as they
+// did from the event, and gives it a new id (the old one plus "_now" and the time), so
+// that it is a new delivery.
+func MoveToNow(body []byte, now time.Time) ([]byte, error) {
+	top, err := billing.DecodeEditable(body)
+	if err != nil {
+		return nil, err
+	}
+	created, err := numberOf(top["created"])
+	if err != nil {
+		return nil, errors.New(`a web event needs its "created" time`)
+	}
+	shiftUnix(top, now.Unix()-created)
+	if id, ok := top["id"].(string); ok {
+		top["id"] = fmt.Sprintf("%s_now%d", id, now.Unix())
+	}
+	return json.MarshalIndent(top, "", "  ")
+}
+
+// ForUser makes a web event about a subscription name userID: the subscription carries it
+// in metadata.user_id, under a customer of that user's own (so that sending the same file
+// for two users links two customers).
+func ForUser(body []byte, userID string) ([]byte, error) {
+	top, err := billing.DecodeEditable(body)
+	if err != nil {
+		return nil, err
+	}
+	data, _ := top["data"].(map[string]any)
+	obj, _ := data["object"].(map[string]any)
+	if obj == nil || obj["object"] != "subscription" {
+		return nil, errors.New("only a web event about a subscription (data.object of type subscription) names a user")
+	}
+	metadata, _ := obj["metadata"].(map[string]any)
+	if metadata == nil {
+		metadata = map[string]any{}
+	}
+	metadata["user_id"] = userID
+	obj["metadata"] = metadata
+	obj["customer"] = "cus_for_" + strings.ReplaceAll(userID, "-", "")
+	return json.MarshalIndent(top, "", "  ")
+}
+
+// isUnixTimeKey names the web provider's fields that hold Unix times.
+func isUnixTimeKey(key string) bool {
+	switch key {
+	case "created", "date", "start", "end", "billing_cycle_anchor":
+		return true
+	}
+	return strings.HasSuffix(key, "_at") || strings.HasSuffix(key, "_start") || strings.HasSuffix(key, "_end") || strings.HasSuffix(key, "_date")
+}
+
+func shiftUnix(v any, delta int64) {
+	switch v := v.(type) {
+	case map[string]any:
+		for key, child := range v {
+			if n, err := numberOf(child); err == nil && isUnixTimeKey(key) && n > 1e9 && n < 1e10 {
+				v[key] = json.Number(fmt.Sprint(n + delta))
+				continue
+			}
+			shiftUnix(child, delta)
+		}
+	case []any:
+		for _, child := range v {
+			shiftUnix(child, delta)
+		}
+	}
+}
+
+func numberOf(v any) (int64, error) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, errors.New("not a number")
+	}
+	return n.Int64()
+}

@@ -1,0 +1,56 @@
+package webhooks
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+)
+
+// TestInspectShowsSubscriptionsAndEventsNamingTheUser: the report lists the user's customer,
+// subscription and billing view, and the events that name them, an unresolved one included.
+func TestInspectShowsSubscriptionsAndEventsNamingTheUser(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		h.mustSend(billing.ProviderWeb, fixture(t, "web/customer.subscription.updated.json"))
+		h.mustSend(billing.ProviderWeb, edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+			m["id"] = "evt_unmapped_for_user"
+			obj := path(m, "data", "object")
+			obj["id"], obj["customer"] = "sub_other", "cus_other"
+			path(obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_nobody_sells"
+		}))
+		h.mustSend(billing.ProviderMobile, fixture(t, "mobile/subscription_renewed.json")) // another user
+
+		r, err := h.svc.Inspect(context.Background(), fixtureUser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Customers) != 1 || *r.Customers[0].WebCustomerID != "cus_TESTa1B2c3D4e5" {
+			t.Fatalf("customers %+v", r.Customers)
+		}
+		if len(r.Subscriptions) != 1 || r.Subscriptions[0].ID != "sub_1TESTa1B2c3D4e5F6g7H8i9" || r.Subscriptions[0].Plan != "pro" || r.Subscriptions[0].Status != billing.StatusActive {
+			t.Fatalf("subscriptions %+v", r.Subscriptions)
+		}
+		if r.Billing.Plan == nil || r.Billing.Plan.Key != "pro" {
+			t.Fatalf("billing %+v", r.Billing)
+		}
+		var ids []string
+		for _, e := range r.RecentEvents {
+			ids = append(ids, e.ID)
+			if e.ID == "evt_unmapped_for_user" && (e.ProcessingError == nil || !strings.Contains(*e.ProcessingError, "unmapped")) {
+				t.Errorf("the unresolved event's reason: %v", e.ProcessingError)
+			}
+		}
+		if strings.Join(ids, ",") != "evt_unmapped_for_user,evt_1TESTsubUpdated000000001" {
+			t.Fatalf("recent events %v, want the user's two, newest first", ids)
+		}
+
+		unseen, err := h.svc.Inspect(context.Background(), "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f")
+		if err != nil || len(unseen.Customers)+len(unseen.Subscriptions)+len(unseen.RecentEvents) != 0 || unseen.Billing.Plan.Key != "free" {
+			t.Fatalf("a user never seen: %+v %v", unseen, err)
+		}
+	})
+}

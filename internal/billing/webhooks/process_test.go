@@ -1,0 +1,515 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
+	"github.com/tollgate/tollgate/internal/billing/plans"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+)
+
+const fixtureCreated = int64(1790856000) // created second of the web fixtures
+
+// webLifecycle returns the four events of one web subscription, all rewritten to the
+// subscription id sub: created(incomplete) and updated(active) in the same second, the
+// first invoice paid a second later, and a deletion ten days on.
+func webLifecycle(t *testing.T, sub string) map[string][]byte {
+	t.Helper()
+	rename := func(name string, fn func(m map[string]any)) []byte {
+		return edit(t, fixture(t, name), func(m map[string]any) {
+			m["id"] = m["id"].(string) + "_" + sub
+			fn(m)
+		})
+	}
+	setSub := func(m map[string]any) { path(m, "data", "object")["id"] = sub }
+	deletedAt := float64(fixtureCreated + 10*86400)
+	return map[string][]byte{
+		"created": rename("web/customer.subscription.created.json", setSub),
+		"updated": rename("web/customer.subscription.updated.json", setSub),
+		"invoice": rename("web/invoice.payment_succeeded.json", func(m map[string]any) {
+			path(m, "data", "object", "parent", "subscription_details")["subscription"] = sub
+		}),
+		"deleted": rename("web/customer.subscription.updated.json", func(m map[string]any) {
+			setSub(m)
+			m["id"], m["type"] = "evt_deleted_"+sub, "customer.subscription.deleted"
+			m["created"] = deletedAt
+			obj := path(m, "data", "object")
+			obj["status"], obj["ended_at"], obj["canceled_at"] = "canceled", deletedAt, deletedAt
+			delete(path(m, "data"), "previous_attributes")
+		}),
+	}
+}
+
+func permutations(items []string) [][]string {
+	if len(items) <= 1 {
+		return [][]string{append([]string{}, items...)}
+	}
+	var out [][]string
+	for i := range items {
+		rest := append(append([]string{}, items[:i]...), items[i+1:]...)
+		for _, p := range permutations(rest) {
+			out = append(out, append([]string{items[i]}, p...))
+		}
+	}
+	return out
+}
+
+func TestEveryArrivalOrderEndsInTheSameState(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		periodEnd := time.Unix(1793534400, 0).UTC()
+		endedAt := time.Unix(fixtureCreated+10*86400, 0).UTC()
+		sets := []struct {
+			events []string
+			want   canonicalRow
+		}{
+			{[]string{"created", "updated", "invoice", "deleted"}, canonicalRow{Status: billing.StatusExpired, PeriodEnd: &endedAt, Plan: "pro", UserID: fixtureUser}},
+			{[]string{"created", "updated", "invoice"}, canonicalRow{Status: billing.StatusActive, PeriodEnd: &periodEnd, Plan: "pro", UserID: fixtureUser}},
+			{[]string{"created", "updated"}, canonicalRow{Status: billing.StatusActive, PeriodEnd: &periodEnd, Plan: "pro", UserID: fixtureUser}},
+			{[]string{"created", "invoice"}, canonicalRow{Status: billing.StatusActive, PeriodEnd: &periodEnd, Plan: "pro", UserID: fixtureUser}},
+		}
+		for si, set := range sets {
+			for pi, order := range permutations(set.events) {
+				sub := fmt.Sprintf("sub_perm_%d_%d", si, pi)
+				events := webLifecycle(t, sub)
+				for _, name := range order {
+					h.mustSend(billing.ProviderWeb, events[name])
+				}
+				// Every event again, as providers redeliver: nothing may change.
+				for _, name := range order {
+					h.mustSend(billing.ProviderWeb, events[name])
+				}
+				got := h.canonical(billing.ProviderWeb, sub)
+				if got == nil || got.Status != set.want.Status || !got.PeriodEnd.Equal(*set.want.PeriodEnd) ||
+					got.Plan != set.want.Plan || got.UserID != set.want.UserID {
+					t.Fatalf("order %v: got %+v, want %+v (period end %v)", order, got, set.want, *set.want.PeriodEnd)
+				}
+			}
+		}
+	})
+}
+
+func TestOlderEventNeverRegressesANewerOne(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		update := func(id string, created int64, status, previous string) []byte {
+			return edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+				m["id"], m["created"] = id, float64(created)
+				path(m, "data", "object")["status"] = status
+				path(m, "data")["previous_attributes"] = map[string]any{"status": previous}
+			})
+		}
+		newer := update("evt_newer", fixtureCreated+100, "past_due", "active")
+		older := update("evt_older", fixtureCreated+50, "active", "incomplete")
+		h.mustSend(billing.ProviderWeb, newer)
+		h.mustSend(billing.ProviderWeb, older)
+		if got := h.canonical(billing.ProviderWeb, "sub_1TESTa1B2c3D4e5F6g7H8i9"); got == nil || got.Status != billing.StatusPastDue {
+			t.Fatalf("older active event regressed the newer past_due: %+v", got)
+		}
+
+		// Mobile: a renewal older than the expiry must not revive the subscription.
+		started := fixture(t, "mobile/subscription_started.json")
+		expired := edit(t, started, func(m map[string]any) {
+			m["event_type"], m["event_datetime"] = "subscription_expired", "2026-11-01T12:00:02.000000+0000"
+		})
+		h.mustSend(billing.ProviderMobile, expired)
+		h.mustSend(billing.ProviderMobile, started)
+		if got := h.canonical(billing.ProviderMobile, "2000000987654321"); got == nil || got.Status != billing.StatusExpired {
+			t.Fatalf("older mobile start revived an expired subscription: %+v", got)
+		}
+	})
+}
+
+// toOldShape rewrites a web event into the pre-2025-03-31 API shape: period end on the
+// subscription, the subscription id directly on the invoice, prices on invoice lines.
+func toOldShape(t *testing.T, body []byte) []byte {
+	return edit(t, body, func(m map[string]any) {
+		obj := path(m, "data", "object")
+		switch obj["object"] {
+		case "subscription":
+			items := path(obj, "items")["data"].([]any)
+			for _, it := range items {
+				item := it.(map[string]any)
+				obj["current_period_end"] = item["current_period_end"]
+				delete(item, "current_period_end")
+				delete(item, "current_period_start")
+			}
+		case "invoice":
+			obj["subscription"] = path(obj, "parent", "subscription_details")["subscription"]
+			delete(obj, "parent")
+			for _, l := range path(obj, "lines")["data"].([]any) {
+				line := l.(map[string]any)
+				line["price"] = map[string]any{"id": path(line, "pricing", "price_details")["price"]}
+				delete(line, "pricing")
+			}
+		}
+	})
+}
+
+func TestBothWebAPIShapesGiveTheSameRow(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		newShape := webLifecycle(t, "sub_new_shape")
+		oldShape := webLifecycle(t, "sub_old_shape")
+		for _, name := range []string{"created", "updated", "invoice"} {
+			h.mustSend(billing.ProviderWeb, newShape[name])
+			old := toOldShape(t, oldShape[name])
+			if strings.Contains(string(old), "subscription_details") || (name != "invoice" && strings.Count(string(old), "current_period_end") != 1) {
+				t.Fatalf("%s was not rewritten to the old shape", name)
+			}
+			h.mustSend(billing.ProviderWeb, old)
+		}
+		a, b := h.canonical(billing.ProviderWeb, "sub_new_shape"), h.canonical(billing.ProviderWeb, "sub_old_shape")
+		if a == nil || b == nil || a.Status != b.Status || !a.PeriodEnd.Equal(*b.PeriodEnd) || a.Plan != b.Plan || a.UserID != b.UserID {
+			t.Fatalf("new shape %+v, old shape %+v", a, b)
+		}
+		if a.Status != billing.StatusActive || a.PeriodEnd.Unix() != 1793534400 {
+			t.Fatalf("unexpected canonical row %+v", a)
+		}
+	})
+}
+
+func TestWebAndMobileSalesAnswerAlike(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		const mobileUser = "0b6d7e2a-1c3f-4a5b-9c8d-7e6f5a4b3c2d"
+		const nobody = "11111111-2222-3333-4444-555555555555"
+		for _, name := range []string{"created", "updated", "invoice"} {
+			h.mustSend(billing.ProviderWeb, webLifecycle(t, "sub_web_sale")[name])
+		}
+		h.mustSend(billing.ProviderMobile, edit(t, fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
+			m["customer_user_id"] = mobileUser
+		}))
+		ctx := context.Background()
+		web, err := h.svc.Entitlements(ctx, fixtureUser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mobile, err := h.svc.Entitlements(ctx, mobileUser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		none, err := h.svc.Entitlements(ctx, nobody)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers := func(e billing.Entitlements) string {
+			limit, hasLimit := e.Limit("projects")
+			plan := "<none>"
+			if e.Plan() != nil {
+				plan = e.Plan().Key
+			}
+			return fmt.Sprintf("subscribed=%v plan=%s exports=%v projects=%v limit=%d/%v unknown=%v",
+				e.Subscribed(), plan, e.Entitled("exports"), e.Entitled("projects"), limit, hasLimit, e.Entitled("unknown"))
+		}
+		want := "subscribed=true plan=pro exports=true projects=true limit=10/true unknown=false"
+		if got := answers(web); got != want {
+			t.Fatalf("web-sold: %s, want %s", got, want)
+		}
+		if got := answers(mobile); got != want {
+			t.Fatalf("mobile-sold: %s, want %s", got, want)
+		}
+		if got := answers(none); got != "subscribed=false plan=free exports=false projects=true limit=1/true unknown=false" {
+			t.Fatalf("no subscription: %s", got)
+		}
+
+		// After the period both lapse the same way.
+		h.setNow(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC))
+		web, _ = h.svc.Entitlements(ctx, fixtureUser)
+		mobile, _ = h.svc.Entitlements(ctx, mobileUser)
+		if answers(web) != answers(mobile) || web.Subscribed() {
+			t.Fatalf("after the period: web %s, mobile %s", answers(web), answers(mobile))
+		}
+	})
+}
+
+func TestRecordUsageNeverOvershoots(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		for _, name := range []string{"created", "updated", "invoice"} {
+			h.mustSend(billing.ProviderWeb, webLifecycle(t, "sub_usage")[name])
+		}
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		ok, refused := 0, 0
+		for range 30 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := h.svc.RecordUsage(ctx, fixtureUser, "projects", 1)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					ok++
+				case errors.Is(err, billing.ErrLimitExceeded):
+					refused++
+				default:
+					t.Errorf("RecordUsage: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if ok != 10 || refused != 20 {
+			t.Fatalf("%d recorded and %d refused, want 10 and 20", ok, refused)
+		}
+		e, _ := h.svc.Entitlements(ctx, fixtureUser)
+		if used, err := h.svc.UsageThisPeriod(ctx, e); err != nil || used["projects"] != 10 {
+			t.Fatalf("counters %v (%v), want projects 10", used, err)
+		}
+		if e.UsagePeriodEnd().Unix() != 1793534400 {
+			t.Fatalf("usage period ends %v, want the subscription's period end", e.UsagePeriodEnd())
+		}
+		if _, err := h.svc.RecordUsage(ctx, fixtureUser, "exports", 1); !errors.Is(err, billing.ErrNotEntitled) {
+			t.Fatalf("usage of a boolean entitlement: %v, want billing.ErrNotEntitled", err)
+		}
+		if _, err := h.svc.RecordUsage(ctx, fixtureUser, "projects", 0); !errors.Is(err, billing.ErrInvalidAmount) {
+			t.Fatalf("amount 0: %v", err)
+		}
+		// A user without a subscription counts against the default plan, per calendar month.
+		const freeUser = "22222222-3333-4444-5555-666666666666"
+		u, err := h.svc.RecordUsage(ctx, freeUser, "projects", 1)
+		if err != nil || u.Used != 1 || u.Remaining != 0 || !u.PeriodEnd.Equal(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)) {
+			t.Fatalf("free user: %+v %v", u, err)
+		}
+		if _, err := h.svc.RecordUsage(ctx, freeUser, "projects", 1); !errors.Is(err, billing.ErrLimitExceeded) {
+			t.Fatalf("second free project: %v, want billing.ErrLimitExceeded", err)
+		}
+	})
+}
+
+func TestUnresolvedEventsChangeNothingUntilReplayed(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		ctx := context.Background()
+		const newUser = "0b7e7a52-6f2b-4c55-9a3e-2d1f0c9e8b7a"
+		// A resolved subscription from each store, so that there are rows to leave alone.
+		h.mustSend(billing.ProviderWeb, fixture(t, "web/customer.subscription.updated.json"))
+		h.mustSend(billing.ProviderMobile, fixture(t, "mobile/subscription_started.json"))
+
+		webSub := func(eventID, subID string, fn func(obj map[string]any)) []byte {
+			return edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+				m["id"] = eventID
+				obj := path(m, "data", "object")
+				obj["id"] = subID
+				fn(obj)
+			})
+		}
+		setPrice := func(obj map[string]any, price string) {
+			path(obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = price
+		}
+		mobile := func(eventID, transaction string, fn func(m map[string]any)) []byte {
+			return edit(t, fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
+				m["event_id"] = eventID
+				path(m, "event_properties")["original_transaction_id"] = transaction
+				fn(m)
+			})
+		}
+		unresolvedEvents := []struct {
+			provider string
+			body     []byte
+			loggedID string // the unresolved id its one info line names
+		}{
+			{billing.ProviderWeb, webSub("evt_unknown_customer", "sub_unknown_customer", func(obj map[string]any) {
+				obj["customer"], obj["metadata"] = "cus_nobody", map[string]any{}
+			}), "cus_nobody"},
+			{billing.ProviderWeb, webSub("evt_unmapped_price", "sub_unmapped_price", func(obj map[string]any) {
+				// The metadata names a user: today's link and customer row must not appear.
+				obj["customer"], obj["metadata"] = "cus_new_user", map[string]any{"user_id": newUser}
+				setPrice(obj, "price_team_monthly")
+			}), "price_team_monthly"},
+			{billing.ProviderWeb, edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+				// A newer change of the resolved subscription to a price no plan sells.
+				m["id"], m["created"] = "evt_upgrade_unmapped", float64(fixtureCreated+60)
+				setPrice(path(m, "data", "object"), "price_team_yearly")
+			}), "price_team_yearly"},
+			{billing.ProviderWeb, edit(t, fixture(t, "web/invoice.payment_succeeded.json"), func(m map[string]any) {
+				m["id"] = "evt_invoice_unknown_customer"
+				obj := path(m, "data", "object")
+				obj["customer"] = "cus_invoice_nobody"
+				path(obj, "parent", "subscription_details")["subscription"] = "sub_invoice_only"
+				path(obj, "parent", "subscription_details")["metadata"] = map[string]any{}
+				obj["lines"].(map[string]any)["data"].([]any)[0].(map[string]any)["metadata"] = map[string]any{}
+			}), "cus_invoice_nobody"},
+			{billing.ProviderMobile, mobile("mobile_unmapped_product", "txn_unmapped", func(m map[string]any) {
+				path(m, "event_properties")["vendor_product_id"] = "com.example.app.team.monthly"
+			}), "com.example.app.team.monthly"},
+			{billing.ProviderMobile, mobile("mobile_no_user", "txn_no_user", func(m map[string]any) { m["customer_user_id"] = nil }), "unresolved mobile customer"},
+		}
+
+		before := h.dumpTables("billing_customers", "provider_subscriptions", "subscriptions")
+		for _, ev := range unresolvedEvents {
+			answer := h.mustSend(ev.provider, ev.body)
+			if answer.Get(HeaderOutcome) != billing.OutcomeUnresolved || !strings.Contains(answer.Get(HeaderReason), ev.loggedID) || answer.Get(HeaderUserID) != "" {
+				t.Errorf("unresolved %s answered with outcome %q, reason %q, user %q", ev.loggedID, answer.Get(HeaderOutcome), answer.Get(HeaderReason), answer.Get(HeaderUserID))
+			}
+		}
+		if after := h.dumpTables("billing_customers", "provider_subscriptions", "subscriptions"); after != before {
+			t.Fatalf("unresolved events changed canonical rows:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+		logs := h.logs.String()
+		for _, ev := range unresolvedEvents {
+			lines := 0
+			for _, line := range strings.Split(logs, "\n") {
+				if strings.Contains(line, ev.loggedID) {
+					lines++
+					if !strings.Contains(line, "level=INFO") {
+						t.Errorf("unresolved %s logged as %q", ev.loggedID, line)
+					}
+				}
+			}
+			if lines != 1 {
+				t.Errorf("%d log lines name %s, want 1", lines, ev.loggedID)
+			}
+		}
+
+		// Fix the causes: a plan selling the new price and product, a link for cus_nobody.
+		plans, err := plans.ParsePlans([]byte(testPlansYAML + `  team:
+    name: Team
+    entitlements:
+      - {name: projects, value: 50}
+    web_prices: [price_team_monthly, price_team_yearly]
+    mobile_products: [com.example.app.team.monthly]
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.svc.SyncPlans(ctx, plans); err != nil {
+			t.Fatal(err)
+		}
+		const linkedUser = "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f"
+		if _, err := d.Exec("insert into billing_customers (user_id, web_customer_id, created_at, updated_at) values ($1, $2, $3, $3)",
+			linkedUser, "cus_nobody", fixtureNow); err != nil {
+			t.Fatal(err)
+		}
+		outcomes := map[string]string{}
+		if _, err := h.svc.Replay(ctx, pipeline.ReplayFilter{Unprocessed: true}, func(_, id, outcome string) { outcomes[id] = outcome }); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{
+			"evt_unknown_customer": billing.OutcomeApplied, "evt_unmapped_price": billing.OutcomeApplied, "evt_upgrade_unmapped": billing.OutcomeApplied,
+			"evt_invoice_unknown_customer": billing.OutcomeUnresolved, // its customer is still unknown
+			"mobile_unmapped_product":      billing.OutcomeApplied, "mobile_no_user": billing.OutcomeUnresolved,
+		}
+		if fmt.Sprint(outcomes) != fmt.Sprint(want) {
+			t.Fatalf("replay outcomes %v, want %v", outcomes, want)
+		}
+		for sub, row := range map[string]canonicalRow{
+			"sub_unknown_customer":        {Plan: "pro", UserID: linkedUser},
+			"sub_unmapped_price":          {Plan: "team", UserID: newUser},
+			"sub_1TESTa1B2c3D4e5F6g7H8i9": {Plan: "team", UserID: fixtureUser},
+		} {
+			if got := h.canonical(billing.ProviderWeb, sub); got == nil || got.Plan != row.Plan || got.UserID != row.UserID || got.Status != billing.StatusActive {
+				t.Errorf("%s after replay: %+v, want %+v", sub, got, row)
+			}
+		}
+		if got := h.canonical(billing.ProviderMobile, "txn_unmapped"); got == nil || got.Plan != "team" {
+			t.Errorf("mobile subscription after replay: %+v", got)
+		}
+		if e := h.event(t, billing.ProviderMobile, "mobile_no_user"); !strings.Contains(e.processingError, "unresolved mobile customer") {
+			t.Errorf("still unresolved event keeps its reason: %q", e.processingError)
+		}
+	})
+}
+
+func TestPermanentErrorsAreStoredAndReplayable(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		ctx := context.Background()
+		broken := []byte(`{"id":"evt_broken","type":"customer.subscription.updated","created":1790856000,"data":{"object":{"status":"active"}}}`)
+		badTime := edit(t, fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
+			m["event_id"], m["event_datetime"] = "mobile_bad_time", "yesterday"
+		})
+		h.mustSend(billing.ProviderWeb, broken)
+		h.mustSend(billing.ProviderMobile, badTime)
+		if e := h.event(t, billing.ProviderWeb, "evt_broken"); !strings.Contains(e.processingError, "no id") {
+			t.Fatalf("web processing error %q", e.processingError)
+		}
+		if e := h.event(t, billing.ProviderMobile, "mobile_bad_time"); !strings.Contains(e.processingError, "event_datetime") {
+			t.Fatalf("mobile processing error %q", e.processingError)
+		}
+
+		// An event unresolved for want of a plan is completed by a replay after plans sync.
+		newPrice := edit(t, webLifecycle(t, "sub_later_plan")["updated"], func(m map[string]any) {
+			item := path(m, "data", "object", "items")["data"].([]any)[0].(map[string]any)
+			path(item, "price")["id"] = "price_added_later"
+		})
+		h.mustSend(billing.ProviderWeb, newPrice)
+		if h.canonical(billing.ProviderWeb, "sub_later_plan") != nil {
+			t.Fatal("unmapped price produced a canonical row")
+		}
+		plans, err := plans.ParsePlans([]byte(strings.Replace(testPlansYAML, "price_old_shape]", "price_old_shape, price_added_later]", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.svc.SyncPlans(ctx, plans); err != nil {
+			t.Fatal(err)
+		}
+		var outcomes []string
+		n, err := h.svc.Replay(ctx, pipeline.ReplayFilter{Provider: billing.ProviderWeb}, func(_, id, outcome string) {
+			outcomes = append(outcomes, id+"="+outcome)
+		})
+		if err != nil || n != 2 {
+			t.Fatalf("replayed %d (%v), want 2: %v", n, err, outcomes)
+		}
+		if got := h.canonical(billing.ProviderWeb, "sub_later_plan"); got == nil || got.Plan != "pro" || got.Status != billing.StatusActive {
+			t.Fatalf("after replay: %+v", got)
+		}
+		// Replaying again changes nothing, and --unprocessed selects only the broken ones.
+		n, err = h.svc.Replay(ctx, pipeline.ReplayFilter{Unprocessed: true}, func(string, string, string) {})
+		if err != nil || n != 2 {
+			t.Fatalf("unprocessed replay selected %d (%v), want the 2 broken events", n, err)
+		}
+		n, _ = h.svc.Replay(ctx, pipeline.ReplayFilter{EventID: "evt_broken", Since: fixtureNow.Add(time.Hour)}, func(string, string, string) {})
+		if n != 0 {
+			t.Fatalf("--since after the event still selected %d", n)
+		}
+	})
+}
+
+// TestBillingChangeHook: the hook runs after commit for each event that changed a user's
+// canonical billing, and not for a duplicate, a stale event or an unresolved one.
+func TestBillingChangeHook(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d)
+		var mu sync.Mutex
+		var calls []string
+		h.svc.OnBillingChange(func(ctx context.Context, userID string) {
+			var n int // the change is committed: another connection sees it
+			d.QueryRowContext(context.Background(), "select count(*) from subscriptions").Scan(&n)
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, fmt.Sprintf("%s:%d", userID, n))
+		})
+		called := func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]string(nil), calls...)
+		}
+		updated := fixture(t, "web/customer.subscription.updated.json")
+		h.mustSend(billing.ProviderWeb, updated)
+		h.mustSend(billing.ProviderWeb, updated)                                              // duplicate
+		h.mustSend(billing.ProviderWeb, fixture(t, "web/customer.subscription.created.json")) // stale
+		h.mustSend(billing.ProviderWeb, edit(t, updated, func(m map[string]any) {
+			m["id"], m["created"] = "evt_past_due", float64(fixtureCreated+60)
+			path(m, "data", "object")["status"] = "past_due"
+		}))
+		h.mustSend(billing.ProviderWeb, edit(t, updated, func(m map[string]any) { // unresolved
+			m["id"], m["created"] = "evt_unmapped", float64(fixtureCreated+120)
+			path(path(m, "data", "object")["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_nobody_sells"
+		}))
+		want := []string{fixtureUser + ":1", fixtureUser + ":1"}
+		if got := called(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("hook calls %v, want %v", got, want)
+		}
+	})
+}
