@@ -139,8 +139,11 @@ type Facts struct {
 	// Status is canonical; PeriodEnd the access horizon (nil: none).
 	Status    string
 	PeriodEnd *time.Time
-	// Products are the provider's price or product ids the plan is mapped from.
-	Products []string
+	// Products are the provider's price or product ids the plan is mapped from, in the
+	// plans file's list of PriceList's prices ("": the provider's own; a store whose
+	// product ids are the app's, as the mobile provider's are, names ProviderMobile).
+	Products  []string
+	PriceList string
 	// Amount and Currency, when the provider sends them: the price per period in the
 	// currency's minor unit.
 	Amount   int64

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -83,7 +84,7 @@ func (p *Pipeline) applyPayment(ctx context.Context, w *work, r billing.Reading,
 		if _, err := p.resolveCustomer(ctx, w, *r.First, 0, sql.NullTime{}); err != nil {
 			return "", err
 		}
-		if _, err := p.resolvePlan(ctx, w, r.First.Products); err != nil {
+		if _, err := p.resolvePlan(ctx, w, r.First.PriceList, r.First.Products); err != nil {
 			return "", err
 		}
 	}
@@ -129,7 +130,7 @@ func (p *Pipeline) materialise(ctx context.Context, w *work, providerSubscriptio
 	if err != nil {
 		return "", err
 	}
-	plan, err := p.resolvePlan(ctx, w, f.Products)
+	plan, err := p.resolvePlan(ctx, w, f.PriceList, f.Products)
 	if err != nil {
 		return "", err
 	}
@@ -177,14 +178,15 @@ func (p *Pipeline) resolveCustomer(ctx context.Context, w *work, f billing.Facts
 	return billingCustomer{c.ID, f.UserID}, nil
 }
 
-// resolvePlan finds the highest-tier plan that sells any of the price (or product) ids,
-// by the mapping of the plan catalogue the work's transaction sees.
-func (p *Pipeline) resolvePlan(ctx context.Context, w *work, priceIDs []string) (int64, error) {
+// resolvePlan finds the highest-tier plan that sells any of the price (or product) ids in
+// list (the adapter's own when empty), by the mapping of the plan catalogue the work's
+// transaction sees.
+func (p *Pipeline) resolvePlan(ctx context.Context, w *work, list string, priceIDs []string) (int64, error) {
 	c, err := p.catalogues.At(ctx, w.Queries, w.plansVersion)
 	if err != nil {
 		return 0, err
 	}
-	plan, ok := c.PlanFor(w.adapter.Provider(), priceIDs)
+	plan, ok := c.PlanFor(cmp.Or(list, w.adapter.Provider()), priceIDs)
 	if !ok {
 		return 0, billing.NewUnresolved("unmapped price or product", "price_ids", priceIDs)
 	}

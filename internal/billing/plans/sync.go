@@ -21,120 +21,148 @@ import (
 func Sync(ctx context.Context, d *db.DB, plans []PlanConfig, now time.Time) ([]string, error) {
 	var changes []string
 	err := d.InTx(ctx, func(tx *sql.Tx) error {
-		changes = nil
-		q := dbq.New(tx)
-		existing, err := q.ListPlans(ctx)
-		if err != nil {
+		s := &syncing{q: dbq.New(tx), now: now, planIDs: map[string]int64{}}
+		if err := s.plans(ctx, plans); err != nil {
 			return err
 		}
-		byKey := map[string]dbq.Plan{}
-		for _, p := range existing {
-			byKey[p.Key] = dbq.Plan{ID: p.ID, Key: p.Key, Name: p.Name, Tier: p.Tier, IsDefault: p.IsDefault, ArchivedAt: p.ArchivedAt}
-		}
-		currentEntitlements, err := q.ListAllPlanEntitlements(ctx)
-		if err != nil {
+		if err := s.prices(ctx, plans); err != nil {
 			return err
 		}
-		entitlementsByPlan := map[int64]map[string]string{}
-		for _, e := range currentEntitlements {
-			if entitlementsByPlan[e.PlanID] == nil {
-				entitlementsByPlan[e.PlanID] = map[string]string{}
-			}
-			entitlementsByPlan[e.PlanID][e.Name] = e.Value
-		}
-
-		planIDs := map[string]int64{}
-		for tier, p := range plans {
-			old, ok := byKey[p.Key]
-			if !ok {
-				id, err := q.InsertPlan(ctx, dbq.InsertPlanParams{Key: p.Key, Name: p.Name, Tier: int32(tier), IsDefault: p.Default, Now: now})
-				if err != nil {
-					return err
-				}
-				planIDs[p.Key] = id
-				changes = append(changes, fmt.Sprintf("plan %s: created", p.Key))
-			} else {
-				planIDs[p.Key] = old.ID
-				if old.Name != p.Name || int(old.Tier) != tier || old.IsDefault != p.Default || old.ArchivedAt.Valid {
-					if err := q.UpdatePlan(ctx, dbq.UpdatePlanParams{ID: old.ID, Name: p.Name, Tier: int32(tier), IsDefault: p.Default, Now: now}); err != nil {
-						return err
-					}
-					changes = append(changes, fmt.Sprintf("plan %s: updated", p.Key))
-				}
-			}
-			want := map[string]string{}
-			for _, e := range p.Entitlements {
-				v, _ := json.Marshal(e.Value)
-				want[e.Name] = string(v)
-			}
-			if !mapsEqual(want, entitlementsByPlan[planIDs[p.Key]]) {
-				if err := writeEntitlements(ctx, q, planIDs[p.Key], p.Entitlements, now); err != nil {
-					return err
-				}
-				changes = append(changes, fmt.Sprintf("plan %s: entitlements set", p.Key))
-			}
-		}
-		for _, old := range existing {
-			if _, ok := planIDs[old.Key]; !ok && !old.ArchivedAt.Valid {
-				if err := q.ArchivePlan(ctx, dbq.ArchivePlanParams{ID: old.ID, Now: sql.NullTime{Time: now, Valid: true}}); err != nil {
-					return err
-				}
-				changes = append(changes, fmt.Sprintf("plan %s: archived", old.Key))
-			}
-		}
-
-		prices, err := q.ListPlanPrices(ctx)
-		if err != nil {
-			return err
-		}
-		// A price's plan, and its place in that plan's list (checkout takes the first).
-		type mapping struct {
-			planID   int64
-			position int32
-		}
-		currentPrices := map[[2]string]mapping{}
-		for _, pp := range prices {
-			currentPrices[[2]string{pp.Provider, pp.PriceID}] = mapping{pp.PlanID, pp.Position}
-		}
-		wantPrices := map[[2]string]mapping{}
-		for _, p := range plans {
-			for i, id := range p.WebPrices {
-				wantPrices[[2]string{billing.ProviderWeb, id}] = mapping{planIDs[p.Key], int32(i)}
-			}
-			for i, id := range p.MobileProducts {
-				wantPrices[[2]string{billing.ProviderMobile, id}] = mapping{planIDs[p.Key], int32(i)}
-			}
-		}
-		for _, key := range sortedKeys(wantPrices) {
-			want := wantPrices[key]
-			old, ok := currentPrices[key]
-			if ok && old == want {
-				continue
-			}
-			if err := q.UpsertPlanPrice(ctx, dbq.UpsertPlanPriceParams{Provider: key[0], PriceID: key[1], PlanID: want.planID, Position: want.position, Now: now}); err != nil {
-				return err
-			}
-			if ok && old.planID == want.planID {
-				changes = append(changes, fmt.Sprintf("%s price %s: moved to place %d of plan %s", key[0], key[1], want.position+1, keyOf(planIDs, want.planID)))
-			} else {
-				changes = append(changes, fmt.Sprintf("%s price %s: mapped to plan %s", key[0], key[1], keyOf(planIDs, want.planID)))
-			}
-		}
-		for _, key := range sortedKeys(currentPrices) {
-			if _, ok := wantPrices[key]; !ok {
-				if err := q.DeletePlanPrice(ctx, dbq.DeletePlanPriceParams{Provider: key[0], PriceID: key[1]}); err != nil {
-					return err
-				}
-				changes = append(changes, fmt.Sprintf("%s price %s: unmapped", key[0], key[1]))
-			}
-		}
+		changes = s.changes
 		if len(changes) == 0 {
 			return nil
 		}
 		// Every instance reads the catalogue anew with its next event.
-		return q.BumpPlansVersion(ctx)
+		return s.q.BumpPlansVersion(ctx)
 	})
 	return changes, err
+}
+
+// syncing is one sync's transaction, the ids of the file's plans, and what it changed.
+type syncing struct {
+	q       *dbq.Queries
+	now     time.Time
+	planIDs map[string]int64
+	changes []string
+}
+
+func (s *syncing) changed(format string, args ...any) {
+	s.changes = append(s.changes, fmt.Sprintf(format, args...))
+}
+
+// plans writes each plan, at its place in the file (its tier), and its entitlements, and
+// archives the plans the file no longer has.
+func (s *syncing) plans(ctx context.Context, plans []PlanConfig) error {
+	existing, err := s.q.ListPlans(ctx)
+	if err != nil {
+		return err
+	}
+	byKey := map[string]dbq.ListPlansRow{}
+	for _, p := range existing {
+		byKey[p.Key] = p
+	}
+	current, err := s.q.ListAllPlanEntitlements(ctx)
+	if err != nil {
+		return err
+	}
+	entitlementsByPlan := map[int64]map[string]string{}
+	for _, e := range current {
+		if entitlementsByPlan[e.PlanID] == nil {
+			entitlementsByPlan[e.PlanID] = map[string]string{}
+		}
+		entitlementsByPlan[e.PlanID][e.Name] = e.Value
+	}
+	for tier, p := range plans {
+		old, ok := byKey[p.Key]
+		switch {
+		case !ok:
+			id, err := s.q.InsertPlan(ctx, dbq.InsertPlanParams{Key: p.Key, Name: p.Name, Tier: int32(tier), IsDefault: p.Default, Now: s.now})
+			if err != nil {
+				return err
+			}
+			s.planIDs[p.Key] = id
+			s.changed("plan %s: created", p.Key)
+		case old.Name != p.Name || int(old.Tier) != tier || old.IsDefault != p.Default || old.ArchivedAt.Valid:
+			if err := s.q.UpdatePlan(ctx, dbq.UpdatePlanParams{ID: old.ID, Name: p.Name, Tier: int32(tier), IsDefault: p.Default, Now: s.now}); err != nil {
+				return err
+			}
+			s.changed("plan %s: updated", p.Key)
+			fallthrough
+		default:
+			s.planIDs[p.Key] = old.ID
+		}
+		want := map[string]string{}
+		for _, e := range p.Entitlements {
+			v, _ := json.Marshal(e.Value)
+			want[e.Name] = string(v)
+		}
+		if !mapsEqual(want, entitlementsByPlan[s.planIDs[p.Key]]) {
+			if err := writeEntitlements(ctx, s.q, s.planIDs[p.Key], p.Entitlements, s.now); err != nil {
+				return err
+			}
+			s.changed("plan %s: entitlements set", p.Key)
+		}
+	}
+	for _, old := range existing {
+		if _, ok := s.planIDs[old.Key]; !ok && !old.ArchivedAt.Valid {
+			if err := s.q.ArchivePlan(ctx, dbq.ArchivePlanParams{ID: old.ID, Now: sql.NullTime{Time: s.now, Valid: true}}); err != nil {
+				return err
+			}
+			s.changed("plan %s: archived", old.Key)
+		}
+	}
+	return nil
+}
+
+// mapping is a price's plan, and its place in that plan's list (checkout takes the first).
+type mapping struct {
+	planID   int64
+	position int32
+}
+
+// prices maps each provider's prices (and products) to the plans that list them.
+func (s *syncing) prices(ctx context.Context, plans []PlanConfig) error {
+	prices, err := s.q.ListPlanPrices(ctx)
+	if err != nil {
+		return err
+	}
+	current := map[[2]string]mapping{}
+	for _, pp := range prices {
+		current[[2]string{pp.Provider, pp.PriceID}] = mapping{pp.PlanID, pp.Position}
+	}
+	want := map[[2]string]mapping{}
+	for _, p := range plans {
+		for i, id := range p.WebPrices {
+			want[[2]string{billing.ProviderWeb, id}] = mapping{s.planIDs[p.Key], int32(i)}
+		}
+		for i, id := range p.MobileProducts {
+			want[[2]string{billing.ProviderMobile, id}] = mapping{s.planIDs[p.Key], int32(i)}
+		}
+	}
+	for _, key := range sortedKeys(want) {
+		w := want[key]
+		old, ok := current[key]
+		if ok && old == w {
+			continue
+		}
+		if err := s.q.UpsertPlanPrice(ctx, dbq.UpsertPlanPriceParams{Provider: key[0], PriceID: key[1], PlanID: w.planID, Position: w.position, Now: s.now}); err != nil {
+			return err
+		}
+		if ok && old.planID == w.planID {
+			s.changed("%s price %s: moved to place %d of plan %s", key[0], key[1], w.position+1, keyOf(s.planIDs, w.planID))
+		} else {
+			s.changed("%s price %s: mapped to plan %s", key[0], key[1], keyOf(s.planIDs, w.planID))
+		}
+	}
+	for _, key := range sortedKeys(current) {
+		if _, ok := want[key]; !ok {
+			if err := s.q.DeletePlanPrice(ctx, dbq.DeletePlanPriceParams{Provider: key[0], PriceID: key[1]}); err != nil {
+				return err
+			}
+			s.changed("%s price %s: unmapped", key[0], key[1])
+		}
+	}
+	return nil
 }
 
 func writeEntitlements(ctx context.Context, q *dbq.Queries, planID int64, entitlements []EntitlementConfig, now time.Time) error {
