@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/tollgate/tollgate/internal/servicekeys"
 )
@@ -164,9 +164,6 @@ func (a *API) admitCredential(ctx huma.Context, next func(huma.Context)) {
 			return
 		}
 	}
-	p := problemFor(refusal)
-	ctx.SetHeader("Content-Type", "application/problem+json")
-	ctx.SetHeader("X-Content-Type-Options", "nosniff")
-	ctx.SetStatus(p.Status)
-	json.NewEncoder(ctx.BodyWriter()).Encode(p.Problem)
+	_, w := humago.Unwrap(ctx)
+	writeError(w, refusal)
 }

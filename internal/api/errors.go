@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -91,13 +90,7 @@ func (a *API) fail(ctx context.Context, err error) error {
 // writeError answers err outside huma (the middleware), the same way.
 func writeError(w http.ResponseWriter, err error) {
 	p := problemFor(err)
-	for k, v := range p.headers {
-		w.Header()[k] = v
-	}
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(p.Status)
-	json.NewEncoder(w).Encode(p.Problem)
+	problem.Send(w, p.Problem, p.headers)
 }
 
 // apiProblem is an RFC 9457 problem with its headers, which huma sends as handlers return it.

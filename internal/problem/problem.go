@@ -26,9 +26,18 @@ func Write(w http.ResponseWriter, status int, kind, detail string) {
 	if kind != "" {
 		p.Type = TypeBase + kind
 	}
+	Send(w, p, nil)
+}
+
+// Send writes p with its headers (Retry-After, WWW-Authenticate): every problem document
+// outside huma's own answers is written here.
+func Send(w http.ResponseWriter, p Problem, headers http.Header) {
+	for k, v := range headers {
+		w.Header()[k] = v
+	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
+	w.WriteHeader(p.Status)
 	json.NewEncoder(w).Encode(p)
 }
 

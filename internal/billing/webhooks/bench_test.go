@@ -29,7 +29,7 @@ import (
 // subscription, customer and canonical subscription. The ratio of the two events/s figures
 // is the HTTP layer's cost (docs/performance.md).
 //
-//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench WebhookIngest -benchtime 5s ./internal/billing
+//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench WebhookIngest -benchtime 5s ./internal/billing/webhooks
 func BenchmarkWebhookIngest(b *testing.B) {
 	d := dbtest.Postgres(b)
 	h := newHarness(b, d)
@@ -112,7 +112,7 @@ func sendOverHTTP(b *testing.B, h *harness, nextEvent func(string) (string, []by
 // latencies and their ratios, the "Speed" issue's measure of what ingestion costs beyond the
 // least a correct receiver does (docs/performance.md). Each b.N is one pair of slices:
 //
-//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench IngestVsMinimalReceiver -benchtime 16x ./internal/billing
+//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench IngestVsMinimalReceiver -benchtime 16x ./internal/billing/webhooks
 func BenchmarkIngestVsMinimalReceiver(b *testing.B) {
 	nextEvent := newSubscriptionEvents(b)
 	for _, engine := range []string{"postgres", "sqlite"} {
@@ -140,7 +140,7 @@ func BenchmarkIngestVsMinimalReceiver(b *testing.B) {
 // BenchmarkIngestVsMinimalReceiver. It reports both rates and their ratio. Each b.N is one
 // pair of slices:
 //
-//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench IngestGrowth -benchtime 10x ./internal/billing
+//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench IngestGrowth -benchtime 10x ./internal/billing/webhooks
 func BenchmarkIngestGrowth(b *testing.B) {
 	nextEvent := newSubscriptionEvents(b)
 	small, large := newHarness(b, dbtest.Postgres(b)), newHarness(b, dbtest.Postgres(b))
@@ -171,7 +171,7 @@ func BenchmarkIngestGrowth(b *testing.B) {
 // The stream is the worst case: every event a new subscription of a new user, so every
 // event is a change. Each b.N is one pair of slices:
 //
-//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable go test -run '^$' -bench OutboundWebhooks -benchtime 16x ./internal/billing
+//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable go test -run '^$' -bench OutboundWebhooks -benchtime 16x ./internal/billing/webhooks
 func BenchmarkOutboundWebhooks(b *testing.B) {
 	compareOutbound(b, billing.ProviderWeb, newSubscriptionEvents(b), delivered)
 }

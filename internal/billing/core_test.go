@@ -1,0 +1,174 @@
+package billing_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+)
+
+var (
+	now  = time.Date(2026, 10, 15, 12, 0, 0, 0, time.UTC)
+	free = billing.Plan{Key: "free", Name: "Free", ID: 1, Tier: 0}
+	pro  = billing.Plan{Key: "pro", Name: "Pro", ID: 2, Tier: 1}
+	team = billing.Plan{Key: "team", Name: "Team", ID: 3, Tier: 2}
+)
+
+func catalogue(withDefault bool) billing.Catalogue {
+	c := billing.Catalogue{
+		Plans: map[int64]billing.Plan{1: free, 2: pro, 3: team},
+		Values: map[int64]map[string]any{
+			1: {"projects": int64(1)},
+			2: {"projects": int64(10), "exports": true},
+			3: {"projects": int64(5), "seats": int64(3), "exports": false},
+		},
+		Prices: map[billing.PriceKey]int64{{Provider: "web", ID: "price_pro"}: 2, {Provider: "web", ID: "price_team"}: 3, {Provider: "mobile", ID: "price_pro"}: 3},
+	}
+	if withDefault {
+		c.Default = &free
+	}
+	return c
+}
+
+func at(d time.Duration) *time.Time {
+	t := now.Add(d)
+	return &t
+}
+
+func sub(provider, status string, plan billing.Plan, end *time.Time, updated time.Duration) billing.Subscription {
+	return billing.Subscription{Provider: provider, Status: status, Plan: plan, CurrentPeriodEnd: end, Updated: now.Add(updated)}
+}
+
+// Position: the highest tier among entitling subscriptions governs; entitlements combine
+// over every entitling plan (booleans OR, numbers max); with none, the default plan's.
+func TestPosition(t *testing.T) {
+	tests := []struct {
+		name       string
+		subs       []billing.Subscription
+		noDefault  bool
+		plan       string // "" for none
+		subscribed bool
+		effective  string
+	}{
+		{"nothing: the default plan", nil, false, "free", false, "map[projects:1]"},
+		{"nothing and no default plan", nil, true, "", false, "map[]"},
+		{"active pro", []billing.Subscription{sub("web", billing.StatusActive, pro, at(time.Hour), 0)}, false, "pro", true, "map[exports:true projects:10]"},
+		{"expired pro: the default again", []billing.Subscription{sub("web", billing.StatusExpired, pro, at(-time.Hour), 0)}, false, "free", false, "map[projects:1]"},
+		{"a period that ended no longer entitles", []billing.Subscription{sub("web", billing.StatusCancelled, pro, at(-time.Second), 0)}, false, "free", false, "map[projects:1]"},
+		{"past due within its period still entitles", []billing.Subscription{sub("mobile", billing.StatusPastDue, pro, at(time.Hour), 0)}, false, "pro", true, "map[exports:true projects:10]"},
+		{"no period end: entitled", []billing.Subscription{sub("mobile", billing.StatusActive, pro, nil, 0)}, false, "pro", true, "map[exports:true projects:10]"},
+		{"refunded never entitles", []billing.Subscription{sub("mobile", billing.StatusRefunded, team, nil, 0)}, false, "free", false, "map[projects:1]"},
+		{"two stores combine, the higher tier governs", []billing.Subscription{
+			sub("web", billing.StatusActive, pro, at(time.Hour), 0), sub("mobile", billing.StatusTrialing, team, at(time.Hour), -time.Minute),
+		}, false, "team", true, "map[exports:true projects:10 seats:3]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := billing.Position("u", now, tc.subs, catalogue(!tc.noDefault))
+			plan := ""
+			if e.Plan() != nil {
+				plan = e.Plan().Key
+			}
+			if plan != tc.plan || e.Subscribed() != tc.subscribed || fmt.Sprint(e.Effective) != tc.effective {
+				t.Fatalf("plan %q subscribed %t effective %v, want %q %t %s", plan, e.Subscribed(), e.Effective, tc.plan, tc.subscribed, tc.effective)
+			}
+		})
+	}
+}
+
+// The view shows the governing subscription, else the newest, and a usage counter for
+// every limit, ending with the governing period (else the month).
+func TestViewOf(t *testing.T) {
+	lapsed := billing.Position("u", now, []billing.Subscription{
+		sub("web", billing.StatusExpired, pro, at(-time.Hour), 0), sub("mobile", billing.StatusExpired, team, at(-2*time.Hour), -time.Hour),
+	}, catalogue(true))
+	v := billing.ViewOf(lapsed, map[string]int64{"projects": 1})
+	if v.Subscribed || *v.Provider != "web" || *v.Status != billing.StatusExpired || v.Plan.Key != "free" ||
+		v.Usage["projects"] != (billing.UsageView{Used: 1, Limit: 1, PeriodEnd: billing.MonthEnd(now)}) {
+		t.Fatalf("lapsed view %+v", v)
+	}
+	active := billing.Position("u", now, []billing.Subscription{sub("web", billing.StatusActive, pro, at(time.Hour), 0)}, catalogue(true))
+	v = billing.ViewOf(active, nil)
+	if !v.Subscribed || v.Usage["projects"] != (billing.UsageView{Used: 0, Limit: 10, PeriodEnd: *at(time.Hour)}) || !v.Entitled("exports") || v.Entitled("seats") {
+		t.Fatalf("active view %+v", v)
+	}
+}
+
+// An answer changed when any of its fields did, and only then.
+func TestCompare(t *testing.T) {
+	base := billing.ViewOf(billing.Position("u", now, []billing.Subscription{sub("web", billing.StatusActive, pro, at(time.Hour), 0)}, catalogue(true)), nil)
+	for _, tc := range []struct {
+		name    string
+		edit    func(v *billing.BillingView)
+		changed bool
+	}{
+		{"the same answer", func(*billing.BillingView) {}, false},
+		{"another status", func(v *billing.BillingView) { s := billing.StatusCancelled; v.Status = &s }, true},
+		{"another period end", func(v *billing.BillingView) { v.CurrentPeriodEnd = at(2 * time.Hour) }, true},
+		{"another limit", func(v *billing.BillingView) { v.Entitlements = map[string]any{"projects": int64(11), "exports": true} }, true},
+		{"a usage count", func(v *billing.BillingView) {
+			v.Usage = map[string]billing.UsageView{"projects": {Used: 1, Limit: 10, PeriodEnd: *at(time.Hour)}}
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := billing.ViewOf(billing.Position("u", now, []billing.Subscription{sub("web", billing.StatusActive, pro, at(time.Hour), 0)}, catalogue(true)), nil)
+			tc.edit(&next)
+			change, changed, err := billing.Compare("u", base, next)
+			if err != nil || changed != tc.changed {
+				t.Fatalf("changed %t (%v), want %t", changed, err, tc.changed)
+			}
+			body, err := change.Body(billing.ChangeCause{Provider: "web", ProviderEventID: "evt_1", EventType: "x"}, now)
+			if err != nil || len(body) == 0 {
+				t.Fatalf("body %s (%v)", body, err)
+			}
+		})
+	}
+}
+
+// Ordering starts from time: later wins, earlier is stale, the same instant is undecided;
+// anything supersedes nothing.
+func TestByTime(t *testing.T) {
+	stored := billing.Stored{LastEventID: "e1", LastEventAt: now}
+	for _, tc := range []struct {
+		name    string
+		at      time.Time
+		stored  billing.Stored
+		order   billing.Order
+		decided bool
+	}{
+		{"later", now.Add(time.Second), stored, billing.Supersedes, true},
+		{"earlier", now.Add(-time.Second), stored, billing.Stale, true},
+		{"the same instant", now, stored, billing.Supersedes, false},
+		{"nothing stored", now.Add(-time.Hour), billing.Stored{}, billing.Supersedes, true},
+	} {
+		if o, decided := billing.ByTime(tc.at, tc.stored); o != tc.order || decided != tc.decided {
+			t.Errorf("%s: %v %t, want %v %t", tc.name, o, decided, tc.order, tc.decided)
+		}
+	}
+}
+
+func TestPlanForAndManagedInApp(t *testing.T) {
+	c := catalogue(true)
+	if p, ok := c.PlanFor("web", []string{"price_unknown", "price_pro", "price_team"}); !ok || p.Key != "team" {
+		t.Fatalf("the highest tier of the prices: %v %t", p, ok)
+	}
+	if p, ok := c.PlanFor("mobile", []string{"price_pro"}); !ok || p.Key != "team" {
+		t.Fatalf("prices are per provider: %v %t", p, ok)
+	}
+	if _, ok := c.PlanFor("web", []string{"price_unknown"}); ok {
+		t.Fatal("an unmapped price sold a plan")
+	}
+	mobileOnly := billing.Position("u", now, []billing.Subscription{sub("mobile", billing.StatusActive, pro, at(time.Hour), 0)}, c)
+	both := billing.Position("u", now, []billing.Subscription{
+		sub("mobile", billing.StatusActive, pro, at(time.Hour), 0), sub("web", billing.StatusActive, pro, at(time.Hour), 0),
+	}, c)
+	if !mobileOnly.ManagedInApp() || both.ManagedInApp() {
+		t.Fatalf("managed in app: mobile only %t, both %t", mobileOnly.ManagedInApp(), both.ManagedInApp())
+	}
+	for id, want := range map[string]bool{"5a4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d": true, "5a4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3": false, "5a4c8162x3b1e-4f7a-9d2c-8e6f0a1b2c3d": false, "": false} {
+		if billing.IsUUID(id) != want {
+			t.Errorf("IsUUID(%q) != %t", id, want)
+		}
+	}
+}
