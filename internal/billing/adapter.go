@@ -91,7 +91,7 @@ type Payment struct {
 type Stored struct {
 	// State is what Apply last gave, or empty; Decoded its reading when it was just
 	// written (else nil).
-	State   []byte
+	State   string
 	Decoded any
 	// The event that wrote State ("" and zero when none has).
 	LastEventID, LastEventType string

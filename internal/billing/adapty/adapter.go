@@ -109,7 +109,7 @@ func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order 
 func (a *Adapter) Apply(r billing.Reading, stored billing.Stored) ([]byte, any, error) {
 	var current mobileState
 	if stored.HasState() {
-		if err := json.Unmarshal(stored.State, &current); err != nil {
+		if err := json.Unmarshal([]byte(stored.State), &current); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -126,7 +126,7 @@ func (a *Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
 	state, _ := stored.Decoded.(*mobileState)
 	if state == nil {
 		state = &mobileState{}
-		if err := json.Unmarshal(stored.State, state); err != nil {
+		if err := json.Unmarshal([]byte(stored.State), state); err != nil {
 			return billing.Facts{}, err
 		}
 	}

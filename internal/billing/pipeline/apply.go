@@ -28,7 +28,7 @@ func (p *Pipeline) lock(ctx context.Context, w *work, subscription string) (prov
 // storedOf is the row as adapters see it.
 func storedOf(ps providerSubscription) billing.Stored {
 	return billing.Stored{
-		State: []byte(ps.State), LastEventID: ps.LastEventID.String, LastEventType: ps.LastEventType.String,
+		State: ps.State, LastEventID: ps.LastEventID.String, LastEventType: ps.LastEventType.String,
 		LastEventAt: ps.LastEventAt.Time, Customer: ps.ProviderCustomerID.String,
 		PaidThrough: timePtr(ps.PaidThrough), PaidAt: timePtr(ps.PaidEventAt),
 	}
@@ -69,8 +69,8 @@ func (p *Pipeline) apply(ctx context.Context, w *work, r billing.Reading, eventI
 		if err := p.save(ctx, w, ps); err != nil {
 			return "", err
 		}
-		stored = storedOf(ps)
-		stored.State, stored.Decoded = state, decoded
+		stored.State, stored.Decoded, stored.Customer = ps.State, decoded, r.Customer
+		stored.LastEventID, stored.LastEventType, stored.LastEventAt = eventID, r.Type, at
 	}
 	return p.materialise(ctx, w, ps.ID, stored, outcome)
 }

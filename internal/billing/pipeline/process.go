@@ -25,7 +25,6 @@ type event struct {
 // with its own work.
 type work struct {
 	*dbq.Queries
-	tx           *sql.Tx
 	adapter      billing.Adapter
 	cause        billing.ChangeCause
 	plansVersion int64
@@ -39,7 +38,7 @@ type work struct {
 }
 
 func newWork(tx *sql.Tx, a billing.Adapter, cause billing.ChangeCause) *work {
-	return &work{Queries: dbq.New(tx), tx: tx, adapter: a, cause: cause}
+	return &work{Queries: dbq.New(tx), adapter: a, cause: cause}
 }
 
 // process runs the adapter over a stored event and marks it processed, unless marked says

@@ -157,7 +157,7 @@ func (a *Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
 	sub, _ := stored.Decoded.(*subscription)
 	if sub == nil {
 		var snap snapshot
-		if err := json.Unmarshal(stored.State, &snap); err != nil {
+		if err := json.Unmarshal([]byte(stored.State), &snap); err != nil {
 			return billing.Facts{}, err
 		}
 		decoded, err := decodeWebSubscription(snap.Object)

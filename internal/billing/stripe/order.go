@@ -36,7 +36,7 @@ func supersedes(eventType string, at time.Time, incoming snapshot, ps billing.St
 		return true
 	}
 	var current snapshot
-	if json.Unmarshal(ps.State, &current) != nil {
+	if json.Unmarshal([]byte(ps.State), &current) != nil {
 		return true
 	}
 	if attributesAgree(incoming.PreviousAttributes, current.Object) {
@@ -87,10 +87,10 @@ func snapshotOrder(at time.Time, object json.RawMessage, stored billing.Stored) 
 }
 
 // sameObject says whether a stored snapshot holds this object, compared as JSON values.
-func sameObject(state []byte, object json.RawMessage) bool {
+func sameObject(state string, object json.RawMessage) bool {
 	var stored snapshot
 	var a, b any
-	return json.Unmarshal(state, &stored) == nil && json.Unmarshal(stored.Object, &a) == nil &&
+	return json.Unmarshal([]byte(state), &stored) == nil && json.Unmarshal(stored.Object, &a) == nil &&
 		json.Unmarshal(object, &b) == nil && reflect.DeepEqual(a, b)
 }
 

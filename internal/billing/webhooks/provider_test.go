@@ -110,7 +110,7 @@ func (a acme) Facts(stored billing.Stored) (billing.Facts, error) {
 	state, _ := stored.Decoded.(*acmeState)
 	if state == nil {
 		state = &acmeState{}
-		if err := json.Unmarshal(stored.State, state); err != nil {
+		if err := json.Unmarshal([]byte(stored.State), state); err != nil {
 			return billing.Facts{}, err
 		}
 	}
