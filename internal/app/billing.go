@@ -29,15 +29,33 @@ type billingParts struct {
 	webhooks *webhooks.Webhooks
 }
 
+// adapters are the providers tollgate hears, each set up from the configuration.
+func adapters(cfg config.Config) []billing.Adapter {
+	return []billing.Adapter{
+		stripe.New(cfg.WebWebhookSecret),
+		adapty.New(cfg.MobileWebhookSecret, cfg.MobileEventAliases),
+	}
+}
+
+// providerNames are the adapters' names, for the flags that take one.
+func providerNames() []string {
+	var names []string
+	for _, a := range adapters(config.Config{}) {
+		names = append(names, a.Provider())
+	}
+	return names
+}
+
 func newBilling(d *db.DB, e env, reg prometheus.Registerer) *billingParts {
 	cfg := e.cfg
-	web := stripe.New(cfg.WebWebhookSecret)
-	adapters := []billing.Adapter{web, adapty.New(cfg.MobileWebhookSecret, cfg.MobileEventAliases)}
+	all := adapters(cfg)
 	// In sync_engine mode the web provider's events are not received (its route does not
 	// exist) but those stored before can still be replayed.
-	routed := adapters
-	if cfg.WebIngestion != config.IngestWebhook {
-		routed = adapters[1:]
+	var routed []billing.Adapter
+	for _, a := range all {
+		if a.Provider() != billing.ProviderWeb || cfg.WebIngestion == config.IngestWebhook {
+			routed = append(routed, a)
+		}
 	}
 	var m *mirror.Mirror
 	if schema := syncEngineSchema(cfg); schema != "" {
@@ -46,7 +64,7 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) *billingParts {
 	catalogues := &plans.Catalogues{}
 	b := &billingParts{
 		pipeline: pipeline.New(d, e.log, pipeline.Options{
-			Adapters: adapters, Catalogues: catalogues, Mirror: m, OutboundWebhooks: cfg.OutboundWebhookURL != "",
+			Adapters: all, Catalogues: catalogues, Mirror: m, OutboundWebhooks: cfg.OutboundWebhookURL != "",
 		}),
 		reader: reader.New(d, e.log, reader.Options{AnswersMaxAge: cfg.BillingAnswerMaxAge, Catalogues: catalogues, Mirror: m}),
 	}
