@@ -19,9 +19,9 @@ import (
 	"github.com/tollgate/tollgate/internal/db"
 )
 
-// billingParts is billing as the configuration wires it: the provider adapters, the
-// pipeline that applies their events, the reader that answers, checkout, and the webhook
-// routes. A new provider is one more adapter in the list.
+// billingParts is billing as the configuration wires it: the pipeline that applies the
+// adapters' events, the reader that answers, checkout, and the webhook routes. A new
+// provider is one more adapter in the list (adapters).
 type billingParts struct {
 	pipeline *pipeline.Pipeline
 	reader   *reader.Reader

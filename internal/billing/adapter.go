@@ -128,6 +128,20 @@ func ByTime(at time.Time, stored Stored) (o Order, decided bool) {
 	return Supersedes, false
 }
 
+// BySnapshot places a state read from the provider's API at at (a backfill): a stored state
+// that is final, or from an event as new as the read or newer, stands, since that event may
+// hold a change the read did not see; a read of exactly what the last read stored (same)
+// changes nothing, so a second run writes nothing; anything else is superseded.
+func BySnapshot(at time.Time, stored Stored, final bool, same func() bool) Order {
+	switch {
+	case stored.HasState() && (final || !at.After(stored.LastEventAt)):
+		return Stale
+	case stored.LastEventType == SnapshotEventType && same():
+		return Same
+	}
+	return Supersedes
+}
+
 // Facts is what a stored state says about the canonical subscription.
 type Facts struct {
 	// Customer names the user; Unresolved is the error when it names nobody tollgate

@@ -172,3 +172,32 @@ func TestPlanForAndManagedInApp(t *testing.T) {
 		}
 	}
 }
+
+// A read from the provider's API supersedes older events, never a newer one or a final
+// state, and a read of what the last read stored changes nothing.
+func TestBySnapshot(t *testing.T) {
+	same := func() bool { return true }
+	differs := func() bool { return false }
+	event := billing.Stored{LastEventID: "e1", LastEventType: "updated", LastEventAt: now}
+	read := billing.Stored{LastEventID: billing.SnapshotEventID(now), LastEventType: billing.SnapshotEventType, LastEventAt: now}
+	for _, tc := range []struct {
+		name   string
+		at     time.Time
+		stored billing.Stored
+		final  bool
+		same   func() bool
+		want   billing.Order
+	}{
+		{"nothing stored", now, billing.Stored{}, false, differs, billing.Supersedes},
+		{"after an older event", now.Add(time.Second), event, false, differs, billing.Supersedes},
+		{"an event of the same second stands", now, event, false, differs, billing.Stale},
+		{"a newer event stands", now.Add(-time.Second), event, false, differs, billing.Stale},
+		{"a final state stands", now.Add(time.Hour), event, true, differs, billing.Stale},
+		{"the same read again", now.Add(time.Hour), read, false, same, billing.Same},
+		{"a read that found a change", now.Add(time.Hour), read, false, differs, billing.Supersedes},
+	} {
+		if got := billing.BySnapshot(tc.at, tc.stored, tc.final, tc.same); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

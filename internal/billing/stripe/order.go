@@ -72,18 +72,10 @@ func attributesAgree(previous map[string]json.RawMessage, object json.RawMessage
 	return true
 }
 
-// snapshotOrder places a subscription object read from the API at at: a deletion is final,
-// and an event as new as the read or newer may hold a change the read did not see, so
-// either way the stored state stands; a read of exactly what the last read stored writes
-// nothing, so a second run changes nothing.
+// snapshotOrder places a subscription object read from the API at at by the rule for reads
+// (billing.BySnapshot): a deletion is final.
 func snapshotOrder(at time.Time, object json.RawMessage, stored billing.Stored) billing.Order {
-	switch {
-	case stored.HasState() && (stored.LastEventType == subscriptionDeleted || !at.After(stored.LastEventAt)):
-		return billing.Stale
-	case stored.LastEventType == billing.SnapshotEventType && sameObject(stored.State, object):
-		return billing.Same
-	}
-	return billing.Supersedes
+	return billing.BySnapshot(at, stored, stored.LastEventType == subscriptionDeleted, func() bool { return sameObject(stored.State, object) })
 }
 
 // sameObject says whether a stored snapshot holds this object, compared as JSON values.
