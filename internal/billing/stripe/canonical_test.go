@@ -1,6 +1,7 @@
 package stripe
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -58,5 +59,46 @@ func TestWebCanonical(t *testing.T) {
 	}
 	if _, _, err := canonical(sub("mystery", nil), at, nil, nil); err == nil {
 		t.Fatal("unknown status accepted")
+	}
+}
+
+// Facts carry what the subscription bills per period when its items say so.
+func TestFactsCarryTheAmount(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/web/customer.subscription.updated.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(testSecret)
+	ev, err := a.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Read(ev, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, decoded, err := a.Apply(r, billing.Stored{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stored := range []billing.Stored{{State: string(state), Decoded: decoded}, {State: string(state)}} {
+		f, err := a.Facts(stored)
+		if err != nil || f.Amount != 999 || f.Currency != "usd" || f.Status != billing.StatusActive || len(f.Products) != 1 {
+			t.Fatalf("facts %+v (%v), want 999 usd, active, one price", f, err)
+		}
+	}
+	two := subscription{}
+	two.Items.Data = make([]item, 2)
+	for i, n := range []int64{500, 250} {
+		two.Items.Data[i].Price.UnitAmount, two.Items.Data[i].Price.Currency = &n, "eur"
+	}
+	q := int64(3)
+	two.Items.Data[1].Quantity = &q
+	if amount, currency := two.amount(); amount != 1250 || currency != "eur" {
+		t.Fatalf("two items: %d %s, want 1250 eur", amount, currency)
+	}
+	two.Items.Data[1].Price.Currency = "usd"
+	if amount, currency := two.amount(); amount != 0 || currency != "" {
+		t.Fatalf("two currencies: %d %s, want none", amount, currency)
 	}
 }

@@ -122,8 +122,13 @@ type subscription struct {
 // item is one item of a web subscription: its price and, in newer API versions, its
 // period end.
 type item struct {
-	Price            struct{ ID string } `json:"price"`
-	CurrentPeriodEnd *int64              `json:"current_period_end"`
+	Price struct {
+		ID         string `json:"id"`
+		UnitAmount *int64 `json:"unit_amount"`
+		Currency   string `json:"currency"`
+	} `json:"price"`
+	Quantity         *int64 `json:"quantity"`
+	CurrentPeriodEnd *int64 `json:"current_period_end"`
 }
 
 func decodeWebSubscription(raw json.RawMessage) (subscription, error) {
@@ -160,6 +165,29 @@ func (s subscription) periodEnd() *time.Time {
 func (s subscription) userID() string {
 	v, _ := s.Metadata["user_id"].(string)
 	return v
+}
+
+// amount is what the subscription bills per period, in the currency's minor unit: each
+// item's unit amount times its quantity. The currency is "" when the items do not say, or
+// do not agree.
+func (s subscription) amount() (int64, string) {
+	var total int64
+	currency := ""
+	for i, item := range s.Items.Data {
+		if item.Price.UnitAmount == nil {
+			return 0, ""
+		}
+		quantity := int64(1)
+		if item.Quantity != nil {
+			quantity = *item.Quantity
+		}
+		total += *item.Price.UnitAmount * quantity
+		if i > 0 && item.Price.Currency != currency {
+			return 0, ""
+		}
+		currency = item.Price.Currency
+	}
+	return total, currency
 }
 
 func (s subscription) priceIDs() []string {
