@@ -62,6 +62,9 @@ type mobileEvent struct {
 		IsInGracePeriod       *bool  `json:"is_in_grace_period"`
 		WillRenew             *bool  `json:"will_renew"`
 		IsLifetime            *bool  `json:"is_lifetime"`
+		// The price in the buyer's currency, in its major unit (9.99).
+		PriceLocal *float64 `json:"price_local"`
+		Currency   string   `json:"currency"`
 	} `json:"event_properties"`
 }
 

@@ -4,6 +4,7 @@ package adapty
 // subscription's state.
 
 import (
+	"strings"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
@@ -28,6 +29,9 @@ type mobileState struct {
 	PeriodEnd      *time.Time `json:"period_end"`
 	ProductID      string     `json:"product_id"`
 	CustomerUserID string     `json:"customer_user_id"`
+	// Amount is the last price paid, in the currency's minor unit, when events say.
+	Amount   int64  `json:"amount,omitempty"`
+	Currency string `json:"currency,omitempty"`
 }
 
 // supersedes: later events win; at the same instant the later stage of life wins,
@@ -52,6 +56,9 @@ func canonical(eventType string, ev mobileEvent, at time.Time, current mobileSta
 	}
 	if ev.CustomerUserID != nil && *ev.CustomerUserID != "" {
 		next.CustomerUserID = *ev.CustomerUserID
+	}
+	if amount, ok := minorUnits(p.PriceLocal, p.Currency); ok {
+		next.Amount, next.Currency = amount, strings.ToLower(p.Currency)
 	}
 	subscriptionExpires, err := optionalMobileTime("subscription_expires_at", p.SubscriptionExpiresAt)
 	if err != nil {
