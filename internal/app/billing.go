@@ -2,12 +2,15 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/adapty"
+	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/checkout"
 	"github.com/tollgate/tollgate/internal/billing/mirror"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
@@ -29,26 +32,74 @@ type billingParts struct {
 	webhooks *webhooks.Webhooks
 }
 
-// adapters are the providers tollgate hears, each set up from the configuration.
-func adapters(cfg config.Config) []billing.Adapter {
-	return []billing.Adapter{
-		stripe.New(cfg.WebWebhookSecret),
-		adapty.New(cfg.MobileWebhookSecret, cfg.MobileEventAliases),
+// provider is a store tollgate can hear: its name, whether the configuration turns it on,
+// and its adapter as the configuration sets it up.
+type provider struct {
+	name    string
+	on      func(config.Config) bool
+	adapter func(config.Config) (billing.Adapter, error)
+}
+
+// providers are the stores tollgate can hear. A new one is one more line here.
+func providers() []provider {
+	always := func(config.Config) bool { return true }
+	return []provider{
+		{billing.ProviderWeb, always, func(cfg config.Config) (billing.Adapter, error) { return stripe.New(cfg.WebWebhookSecret), nil }},
+		{billing.ProviderMobile, always, func(cfg config.Config) (billing.Adapter, error) {
+			return adapty.New(cfg.MobileWebhookSecret, cfg.MobileEventAliases), nil
+		}},
+		{billing.ProviderAppStore, func(cfg config.Config) bool { return cfg.AppStore.BundleID != "" }, appStoreAdapter},
 	}
 }
 
-// providerNames are the adapters' names, for the flags that take one.
+// adapters are the adapters of the providers the configuration turns on.
+func adapters(cfg config.Config) ([]billing.Adapter, error) {
+	var list []billing.Adapter
+	for _, p := range providers() {
+		if !p.on(cfg) {
+			continue
+		}
+		a, err := p.adapter(cfg)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, a)
+	}
+	return list, nil
+}
+
+// providerNames are every provider's name, for the flags that take one.
 func providerNames() []string {
 	var names []string
-	for _, a := range adapters(config.Config{}) {
-		names = append(names, a.Provider())
+	for _, p := range providers() {
+		names = append(names, p.name)
 	}
 	return names
 }
 
-func newBilling(d *db.DB, e env, reg prometheus.Registerer) *billingParts {
+// appStoreAdapter is the App Store's adapter, with the roots of APPSTORE_ROOT_CERTS when set.
+func appStoreAdapter(cfg config.Config) (billing.Adapter, error) {
+	c := appstore.Config{BundleID: cfg.AppStore.BundleID, Environments: cfg.AppStore.Environments}
+	if path := cfg.AppStore.RootCerts; path != "" {
+		roots, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("APPSTORE_ROOT_CERTS: %w", err)
+		}
+		c.RootCerts = roots
+	}
+	a, err := appstore.New(c)
+	if err != nil {
+		return nil, fmt.Errorf("APPSTORE_ROOT_CERTS: %w", err)
+	}
+	return a, nil
+}
+
+func newBilling(d *db.DB, e env, reg prometheus.Registerer) (*billingParts, error) {
 	cfg := e.cfg
-	all := adapters(cfg)
+	all, err := adapters(cfg)
+	if err != nil {
+		return nil, err
+	}
 	// In sync_engine mode the web provider's events are not received (its route does not
 	// exist) but those stored before can still be replayed.
 	var routed []billing.Adapter
@@ -75,7 +126,7 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) *billingParts {
 	}
 	b.checkout = checkout.New(d, e.log, b.reader, checkout.Options{API: api, PublicURL: cfg.PublicURL, RedirectOrigins: cfg.CheckoutRedirectOrigins})
 	b.webhooks = webhooks.New(b.pipeline, e.log, webhooks.Options{Adapters: routed, MaxBody: cfg.WebhookMaxBody, Registerer: reg})
-	return b
+	return b, nil
 }
 
 // syncPlans writes the plans into the database; answers kept from the old catalogue go.

@@ -58,7 +58,11 @@ where it stopped when the same command is run again.`,
 			bar := newProgressLine(e.stderr, "backfill web", query.CreatedSince)
 			opts.Scope = query.Scope()
 			read := backfillPages(webAPI(e.cfg, bar.waiting), query)
-			sum, err := newBilling(d, e, nil).pipeline.Backfill(ctx, billing.ProviderWeb, read, opts, func(c pipeline.BackfillChange) {
+			b, err := newBilling(d, e, nil)
+			if err != nil {
+				return err
+			}
+			sum, err := b.pipeline.Backfill(ctx, billing.ProviderWeb, read, opts, func(c pipeline.BackfillChange) {
 				if opts.DryRun {
 					printBackfillChange(e.stdout, c)
 				}

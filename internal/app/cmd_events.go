@@ -39,7 +39,11 @@ func cmdEventsReplay(fs *flag.FlagSet) command {
 				return err
 			}
 			defer d.Close()
-			n, err := newBilling(d, e, nil).pipeline.Replay(ctx, filter, func(provider, eventID, outcome string) {
+			b, err := newBilling(d, e, nil)
+			if err != nil {
+				return err
+			}
+			n, err := b.pipeline.Replay(ctx, filter, func(provider, eventID, outcome string) {
 				fmt.Fprintf(e.stdout, "%s %s: %s\n", provider, eventID, outcome)
 			})
 			fmt.Fprintf(e.stdout, "replayed %d event(s)\n", n)

@@ -21,7 +21,11 @@ func cmdPlansSync(*flag.FlagSet) command {
 				return err
 			}
 			defer d.Close()
-			changes, err := newBilling(d, e, nil).syncPlans(ctx, d, list)
+			b, err := newBilling(d, e, nil)
+			if err != nil {
+				return err
+			}
+			changes, err := b.syncPlans(ctx, d, list)
 			if err != nil {
 				return fmt.Errorf("plans sync: %w", err)
 			}

@@ -160,7 +160,11 @@ func describeOutcome(ctx context.Context, e env, h http.Header) error {
 		return nil
 	}
 	defer d.Close()
-	view, err := newBilling(d, e, nil).reader.View(ctx, userID)
+	b, err := newBilling(d, e, nil)
+	if err != nil {
+		return err
+	}
+	view, err := b.reader.View(ctx, userID)
 	if err != nil {
 		return err
 	}

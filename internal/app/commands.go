@@ -87,5 +87,9 @@ func withUser(ctx context.Context, e env, fn func(userID string, b *billingParts
 		return err
 	}
 	defer d.Close()
-	return fn(userID, newBilling(d, e, nil))
+	b, err := newBilling(d, e, nil)
+	if err != nil {
+		return err
+	}
+	return fn(userID, b)
 }

@@ -63,8 +63,11 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	}
 	s := &Server{
 		cfg: e.cfg, env: e, db: d, registry: registry, throttles: throttles,
-		billing: newBilling(d, e, registry),
 		metrics: newHTTPMetrics(registry),
+	}
+	if s.billing, err = newBilling(d, e, registry); err != nil {
+		throttles.Close()
+		return nil, err
 	}
 	// The identity service: the configured one over the network, or the development one
 	// answered in-process.

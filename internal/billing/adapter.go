@@ -17,7 +17,8 @@ type Adapter interface {
 	// and the last segment of its webhook path.
 	Provider() string
 	// Verify checks a request's authenticity from its headers and raw body, before
-	// anything is stored. Any error refuses the request (401) and is logged, never shown.
+	// anything is stored. Any error refuses the request (401) and is logged, never shown;
+	// a *BodyError is a body the provider's scheme cannot even read (400).
 	Verify(h http.Header, body []byte, now time.Time) error
 	// Parse names the event of a verified body. The body is valid UTF-8; an error is a
 	// *BodyError (400). Event.Answer set: answer it without recording anything.
@@ -54,6 +55,7 @@ type Event struct {
 type Answer struct {
 	Outcome string // for the outcome header, logs and metrics
 	Body    any    // encoded as the JSON body; nil: {"received":true}
+	Log     string // when set, logged at info with the outcome
 }
 
 // Reading is what one event says.

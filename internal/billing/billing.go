@@ -16,7 +16,16 @@ import "time"
 const (
 	ProviderWeb    = "web"
 	ProviderMobile = "mobile"
+	// The app stores heard directly, beside the mobile provider.
+	ProviderAppStore  = "appstore"
+	ProviderPlayStore = "playstore"
 )
+
+// InApp says whether provider sells in the mobile app: its subscriptions are changed in
+// the app's store, not on the web.
+func InApp(provider string) bool {
+	return provider == ProviderMobile || provider == ProviderAppStore || provider == ProviderPlayStore
+}
 
 // Canonical subscription statuses: every provider's states map onto these.
 const (

@@ -19,6 +19,7 @@ var layers = map[string]int{
 	"internal/billing":          0, // the core: vocabulary and rules
 	"internal/billing/stripe":   1, // adapters: the core only
 	"internal/billing/adapty":   1,
+	"internal/billing/appstore": 1,
 	"internal/billing/plans":    2, // the plan catalogue and the sync engine's mirror
 	"internal/billing/mirror":   2,
 	"internal/billing/pipeline": 3, // the one ingestion path
@@ -30,7 +31,7 @@ var layers = map[string]int{
 	"internal/app":              6,
 }
 
-var adapters = []string{"internal/billing/stripe", "internal/billing/adapty"}
+var adapters = []string{"internal/billing/stripe", "internal/billing/adapty", "internal/billing/appstore"}
 
 // goList gives each package's imports of this module: direct, or with -deps every one it
 // depends on, without test files.

@@ -95,17 +95,17 @@ func (e Entitlements) UsagePeriodEnd() time.Time {
 	return MonthEnd(e.At)
 }
 
-// ManagedInApp says whether a subscription from the mobile provider entitles the user and
+// ManagedInApp says whether a subscription sold in the mobile app entitles the user and
 // none from the web does: such a plan is changed in the app's store, not on the web.
 func (e Entitlements) ManagedInApp() bool {
-	mobile, web := false, false
+	inApp, web := false, false
 	for _, sub := range e.Subscriptions {
 		if sub.Entitling(e.At) {
-			mobile = mobile || sub.Provider == ProviderMobile
+			inApp = inApp || InApp(sub.Provider)
 			web = web || sub.Provider == ProviderWeb
 		}
 	}
-	return mobile && !web
+	return inApp && !web
 }
 
 // Catalogue is every plan, its entitlement values, the default plan, and which plan each

@@ -74,6 +74,8 @@ type Config struct {
 	WebhookMaxBody      int64
 	MobileEventAliases  map[string]string
 	PlansFile           string
+	// AppStore hears the App Store directly; off without a bundle id.
+	AppStore AppStore
 	// WebAPIKey and WebAPIBase reach the web provider's API (billing backfill): a secret
 	// key, or a restricted one, and the API's base URL (tests point it at a local server).
 	WebAPIKey  string
@@ -239,6 +241,7 @@ func Load(getenv func(string) string) (Config, error) {
 		fail("MOBILE_EVENT_ALIASES", "%v", err)
 	}
 	c.PlansFile = get("PLANS_FILE", "config/plans.yml")
+	c.AppStore = loadAppStore(get, fail)
 	c.WebAPIKey = get("WEB_API_KEY", "")
 	c.WebAPIBase = strings.TrimRight(get("WEB_API_BASE", "https://api.stripe.com"), "/")
 	if u, err := url.Parse(c.WebAPIBase); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

@@ -57,7 +57,7 @@ func canonical(eventType string, ev mobileEvent, at time.Time, current mobileSta
 	if ev.CustomerUserID != nil && *ev.CustomerUserID != "" {
 		next.CustomerUserID = *ev.CustomerUserID
 	}
-	if amount, ok := minorUnits(p.PriceLocal, p.Currency); ok {
+	if amount, ok := billing.MinorUnits(p.PriceLocal, p.Currency); ok {
 		next.Amount, next.Currency = amount, strings.ToLower(p.Currency)
 	}
 	subscriptionExpires, err := optionalMobileTime("subscription_expires_at", p.SubscriptionExpiresAt)

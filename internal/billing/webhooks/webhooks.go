@@ -77,7 +77,11 @@ func (h *Webhooks) serve(w http.ResponseWriter, r *http.Request, a billing.Adapt
 		return
 	}
 	if err := a.Verify(r.Header, body, h.now()); err != nil {
-		h.refuse(w, r, provider, len(body), &refusal{err})
+		var unreadable *billing.BodyError
+		if !errors.As(err, &unreadable) {
+			err = &refusal{err}
+		}
+		h.refuse(w, r, provider, len(body), err)
 		return
 	}
 	if body, err = billing.StorableJSON(body); err != nil {
@@ -90,6 +94,9 @@ func (h *Webhooks) serve(w http.ResponseWriter, r *http.Request, a billing.Adapt
 		return
 	}
 	if ev.Answer != nil {
+		if ev.Answer.Log != "" {
+			h.log.InfoContext(r.Context(), ev.Answer.Log, "provider", provider, "outcome", ev.Answer.Outcome)
+		}
 		h.answer(w, provider, *ev.Answer)
 		return
 	}

@@ -7,32 +7,6 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 )
 
-func TestMinorUnits(t *testing.T) {
-	for _, tc := range []struct {
-		price    float64
-		currency string
-		want     int64
-		ok       bool
-	}{
-		{9.99, "USD", 999, true},
-		{10.79, "eur", 1079, true},
-		{1200, "JPY", 1200, true},
-		{1.234, "KWD", 1234, true},
-		{0.1 + 0.2, "USD", 30, true},
-		{-1, "USD", 0, false},
-		{9.99, "", 0, false},
-		{9.99, "dollars", 0, false},
-	} {
-		price := tc.price
-		if got, ok := minorUnits(&price, tc.currency); got != tc.want || ok != tc.ok {
-			t.Errorf("%v %s: %d %t, want %d %t", tc.price, tc.currency, got, ok, tc.want, tc.ok)
-		}
-	}
-	if _, ok := minorUnits(nil, "USD"); ok {
-		t.Error("no price converted")
-	}
-}
-
 // The fixture's price reaches the facts in minor units.
 func TestFactsCarryThePrice(t *testing.T) {
 	body, err := os.ReadFile("../testdata/mobile/subscription_started.json")

@@ -1,0 +1,125 @@
+package appstore
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+)
+
+// rank orders notifications signed at the same instant: a later stage of a subscription's
+// life wins the tie. Only these types change a subscription.
+var rank = map[string]int{
+	"SUBSCRIBED": 1, "DID_RENEW": 1, "OFFER_REDEEMED": 1, "RENEWAL_EXTENDED": 1, "REFUND_REVERSED": 1,
+	"DID_CHANGE_RENEWAL_PREF": 1, "ONE_TIME_CHARGE": 1,
+	"DID_CHANGE_RENEWAL_STATUS": 2, "DID_FAIL_TO_RENEW": 2,
+	"EXPIRED": 3, "GRACE_PERIOD_EXPIRED": 3, "REFUND": 3, "REVOKE": 3,
+}
+
+// state is what an App Store subscription's stored state holds: the canonical result of
+// the last applied notification.
+type state struct {
+	Status    string     `json:"status"`
+	PeriodEnd *time.Time `json:"period_end"`
+	ProductID string     `json:"product_id"`
+	User      string     `json:"user"`
+	Amount    int64      `json:"amount,omitempty"`
+	Currency  string     `json:"currency,omitempty"`
+}
+
+// Read says which subscription (its original transaction) a notification is about.
+func (a *Adapter) Read(ev billing.Event, body []byte) (billing.Reading, error) {
+	p, _ := ev.Decoded.(*parsed)
+	if p == nil {
+		var err error
+		if p, err = decode(body); err != nil {
+			return billing.Reading{}, billing.Invalidf("app store notification: %v", err)
+		}
+	}
+	n := p.notification
+	switch _, handled := rank[n.NotificationType]; {
+	case n.NotificationType == "TEST":
+		return billing.Reading{Ignore: "app store test notification"}, nil
+	case n.Data == nil:
+		return billing.Reading{Ignore: "app store summary notification ignored"}, nil
+	case !handled:
+		return billing.Reading{Ignore: "webhook event type ignored"}, nil
+	case n.NotificationType == "DID_CHANGE_RENEWAL_PREF" && n.Subtype != "UPGRADE":
+		return billing.Reading{Ignore: "a downgrade takes effect at renewal"}, nil
+	case p.transaction.OriginalTransactionID == "":
+		return billing.Reading{}, billing.Invalidf("app store notification %s has no signed transaction", n.NotificationUUID)
+	case n.SignedDate <= 0:
+		return billing.Reading{}, billing.Invalidf("app store notification %s has no signedDate", n.NotificationUUID)
+	}
+	return billing.Reading{
+		Subscription: p.transaction.OriginalTransactionID, Type: n.NotificationType, At: time.UnixMilli(n.SignedDate).UTC(),
+		Customer: p.transaction.AppAccountToken, Decoded: p,
+	}, nil
+}
+
+// Order: later notifications win; at the same instant the later stage of life wins, and
+// between equals the later arrival.
+func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order {
+	if o, decided := billing.ByTime(r.At, stored); decided {
+		return o
+	}
+	if rank[r.Type] >= rank[stored.LastEventType] {
+		return billing.Supersedes
+	}
+	return billing.Stale
+}
+
+// Apply gives the subscription's state after the notification (docs/providers.md, "App
+// Store").
+func (a *Adapter) Apply(r billing.Reading, _ billing.Stored) ([]byte, any, error) {
+	p := r.Decoded.(*parsed)
+	tx := p.transaction
+	next := state{ProductID: tx.ProductID, User: strings.ToLower(tx.AppAccountToken), PeriodEnd: millis(tx.ExpiresDate)}
+	next.Amount, next.Currency = tx.amount()
+	at := r.At
+	live := billing.StatusActive
+	if tx.freeTrial() {
+		live = billing.StatusTrialing
+	}
+	switch n := p.notification; n.NotificationType {
+	case "DID_CHANGE_RENEWAL_STATUS":
+		next.Status = live
+		if n.Subtype == "AUTO_RENEW_DISABLED" {
+			next.Status = billing.StatusCancelled // entitled until the period ends
+		}
+	case "DID_FAIL_TO_RENEW":
+		next.Status = billing.StatusPastDue
+		if grace := millis(p.renewal.GracePeriodExpiresDate); n.Subtype == "GRACE_PERIOD" && grace != nil {
+			next.PeriodEnd = grace // Apple keeps access until the grace period ends
+		}
+	case "EXPIRED", "GRACE_PERIOD_EXPIRED":
+		next.Status, next.PeriodEnd = billing.StatusExpired, &at
+	case "REFUND", "REVOKE":
+		next.Status, next.PeriodEnd = billing.StatusRefunded, &at
+	default: // SUBSCRIBED, DID_RENEW, OFFER_REDEEMED, RENEWAL_EXTENDED, REFUND_REVERSED, an upgrade, ONE_TIME_CHARGE
+		next.Status = live
+	}
+	if next.PeriodEnd == nil && next.Status == billing.StatusPastDue {
+		next.PeriodEnd = &at
+	}
+	raw, err := json.Marshal(next)
+	return raw, &next, err
+}
+
+// Facts: the user is the transaction's appAccountToken; the product maps through the plans'
+// mobile_products, as the mobile provider's does.
+func (a *Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
+	s, _ := stored.Decoded.(*state)
+	if s == nil {
+		s = &state{}
+		if err := json.Unmarshal([]byte(stored.State), s); err != nil {
+			return billing.Facts{}, err
+		}
+	}
+	return billing.Facts{
+		UserID: s.User, Unresolved: billing.NewUnresolved("unresolved app store customer", "app_account_token", s.User),
+		Status: s.Status, PeriodEnd: s.PeriodEnd, Products: []string{s.ProductID}, PriceList: billing.ProviderMobile,
+		Amount: s.Amount, Currency: s.Currency,
+	}, nil
+}

@@ -1,0 +1,90 @@
+package appstore
+
+// App Store Server Notifications V2, as tollgate reads them: the request body, the signed
+// payload, and the signed transaction and renewal information nested in it.
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+)
+
+// request is the body Apple posts.
+type request struct {
+	SignedPayload string `json:"signedPayload"`
+}
+
+// notification is responseBodyV2DecodedPayload.
+type notification struct {
+	NotificationType string `json:"notificationType"`
+	Subtype          string `json:"subtype"`
+	NotificationUUID string `json:"notificationUUID"`
+	Data             *struct {
+		BundleID              string `json:"bundleId"`
+		Environment           string `json:"environment"`
+		SignedTransactionInfo string `json:"signedTransactionInfo"`
+		SignedRenewalInfo     string `json:"signedRenewalInfo"`
+	} `json:"data"`
+	Summary *struct {
+		BundleID    string `json:"bundleId"`
+		Environment string `json:"environment"`
+	} `json:"summary"`
+	SignedDate int64 `json:"signedDate"`
+}
+
+// bundleAndEnvironment are the app and environment the notification is about.
+func (n notification) bundleAndEnvironment() (string, string) {
+	switch {
+	case n.Data != nil:
+		return n.Data.BundleID, n.Data.Environment
+	case n.Summary != nil:
+		return n.Summary.BundleID, n.Summary.Environment
+	}
+	return "", ""
+}
+
+// transaction is JWSTransactionDecodedPayload: times are milliseconds since the epoch.
+type transaction struct {
+	OriginalTransactionID string `json:"originalTransactionId"`
+	TransactionID         string `json:"transactionId"`
+	BundleID              string `json:"bundleId"`
+	ProductID             string `json:"productId"`
+	Type                  string `json:"type"`
+	AppAccountToken       string `json:"appAccountToken"`
+	ExpiresDate           *int64 `json:"expiresDate"`
+	OfferType             *int   `json:"offerType"`
+	OfferDiscountType     string `json:"offerDiscountType"`
+	// Price is in milliunits of Currency (9990 for 9.99).
+	Price    *int64 `json:"price"`
+	Currency string `json:"currency"`
+}
+
+// freeTrial says whether the transaction is an introductory offer's free trial.
+func (t transaction) freeTrial() bool {
+	return t.OfferType != nil && *t.OfferType == 1 && t.OfferDiscountType == "FREE_TRIAL"
+}
+
+// amount is the price in the currency's minor unit, when the transaction says.
+func (t transaction) amount() (int64, string) {
+	if t.Price == nil || len(t.Currency) != 3 || *t.Price < 0 {
+		return 0, ""
+	}
+	minor := float64(*t.Price) * math.Pow10(billing.Decimals(t.Currency)) / 1000
+	return int64(math.Round(minor)), strings.ToLower(t.Currency)
+}
+
+// renewal is JWSRenewalInfoDecodedPayload.
+type renewal struct {
+	GracePeriodExpiresDate *int64 `json:"gracePeriodExpiresDate"`
+}
+
+// millis is a time in milliseconds since the epoch, or nil.
+func millis(ms *int64) *time.Time {
+	if ms == nil || *ms <= 0 {
+		return nil
+	}
+	t := time.UnixMilli(*ms).UTC()
+	return &t
+}

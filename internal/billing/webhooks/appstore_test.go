@@ -1,0 +1,200 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/appstore"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+)
+
+const testBundle = "com.example.app"
+
+// withAppStore adds the App Store, pinned to chain's root.
+func withAppStore(t testing.TB, chain *appstoretest.Chain) harnessOption {
+	a, err := appstore.New(appstore.Config{BundleID: testBundle, RootCerts: chain.RootPEM(), Environments: []string{"Production"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(o *options) { o.extra = append(o.extra, a) }
+}
+
+func newChain(t testing.TB) *appstoretest.Chain {
+	c, err := appstoretest.New(appstoretest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (h *harness) sendAppStore(c *appstoretest.Chain, n appstoretest.Notification) *httptest.ResponseRecorder {
+	h.t.Helper()
+	body, err := c.Body(n)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return h.post("/billing/webhooks/appstore", body, nil)
+}
+
+// appStoreNotification is a notification of type about subscription sub of user, signed at
+// signed, whose transaction expires at expires.
+func appStoreNotification(id, typ, subtype, sub, user string, signed, expires time.Time) appstoretest.Notification {
+	return appstoretest.Notification{
+		UUID: id, Type: typ, Subtype: subtype, BundleID: testBundle, Signed: signed,
+		Transaction: &appstoretest.Transaction{
+			OriginalTransactionID: sub, TransactionID: sub + "-" + id, BundleID: testBundle, ProductID: "com.example.app.pro.monthly",
+			AppAccountToken: user, Expires: expires, Price: 9990, Currency: "USD",
+		},
+	}
+}
+
+// Each notification type reaches the billing answer as the states table says
+// (docs/providers.md, "App Store").
+func TestAppStoreStatesReachTheAnswer(t *testing.T) {
+	day := 24 * time.Hour
+	ahead, behind := fixtureNow.Add(30*day), fixtureNow.Add(-day)
+	grace := fixtureNow.Add(5 * day)
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		chain := newChain(t)
+		h := newHarness(t, d, withAppStore(t, chain))
+		for i, tc := range []struct {
+			typ, subtype string
+			edit         func(n *appstoretest.Notification)
+			want         string // subscribed status plan period-end
+		}{
+			{"SUBSCRIBED", "INITIAL_BUY", nil, "true active pro " + stamp(ahead)},
+			{"SUBSCRIBED", "INITIAL_BUY", func(n *appstoretest.Notification) { n.Transaction.FreeTrial = true }, "true trialing pro " + stamp(ahead)},
+			{"DID_RENEW", "", nil, "true active pro " + stamp(ahead)},
+			{"OFFER_REDEEMED", "", nil, "true active pro " + stamp(ahead)},
+			{"RENEWAL_EXTENDED", "", nil, "true active pro " + stamp(ahead)},
+			{"REFUND_REVERSED", "", nil, "true active pro " + stamp(ahead)},
+			{"DID_CHANGE_RENEWAL_PREF", "UPGRADE", func(n *appstoretest.Notification) { n.Transaction.ProductID = "pro_subscription" }, "true active pro " + stamp(ahead)},
+			{"DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", nil, "true cancelled pro " + stamp(ahead)},
+			{"DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_ENABLED", nil, "true active pro " + stamp(ahead)},
+			{"DID_FAIL_TO_RENEW", "GRACE_PERIOD", func(n *appstoretest.Notification) { n.Transaction.Expires, n.GraceUntil = behind, grace }, "true past_due pro " + stamp(grace)},
+			{"DID_FAIL_TO_RENEW", "", func(n *appstoretest.Notification) { n.Transaction.Expires = behind }, "false past_due free " + stamp(behind)},
+			{"EXPIRED", "VOLUNTARY", nil, "false expired free " + stamp(fixtureNow.Add(-time.Minute))},
+			{"GRACE_PERIOD_EXPIRED", "", nil, "false expired free " + stamp(fixtureNow.Add(-time.Minute))},
+			{"REFUND", "", nil, "false refunded free " + stamp(fixtureNow.Add(-time.Minute))},
+			{"REVOKE", "", nil, "false refunded free " + stamp(fixtureNow.Add(-time.Minute))},
+		} {
+			name := tc.typ + "/" + tc.subtype
+			user := fmt.Sprintf("00000000-0000-4000-8000-%012d", 700+i)
+			n := appStoreNotification(fmt.Sprintf("as-state-%d", i), tc.typ, tc.subtype, fmt.Sprintf("3000%d", i), user, fixtureNow.Add(-time.Minute), ahead)
+			if tc.edit != nil {
+				tc.edit(&n)
+			}
+			if rec := h.sendAppStore(chain, n); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeApplied {
+				t.Fatalf("%s: %d %q %s", name, rec.Code, rec.Header().Get(HeaderOutcome), rec.Body)
+			}
+			if got := h.answer(t, user); got != tc.want {
+				t.Errorf("%s: %s, want %s", name, got, tc.want)
+			}
+		}
+	})
+}
+
+// stamp writes a period end as the answers compare it.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// answer is a user's billing answer in brief: subscribed, status, plan and period end.
+func (h *harness) answer(t *testing.T, user string) string {
+	t.Helper()
+	v, err := h.svc.View(context.Background(), user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, end := "none", "none"
+	if v.Status != nil {
+		status = *v.Status
+	}
+	if v.CurrentPeriodEnd != nil {
+		end = stamp(*v.CurrentPeriodEnd)
+	}
+	return fmt.Sprintf("%t %s %s %s", v.Subscribed, status, v.Plan.Key, end)
+}
+
+// What is not a subscription's change is answered and, but for the filtered environment,
+// stored; what does not verify is refused and stored nowhere.
+func TestAppStoreAnswersWithoutApplying(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		chain := newChain(t)
+		h := newHarness(t, d, withAppStore(t, chain))
+		user := "00000000-0000-4000-8000-000000000799"
+		signed := fixtureNow.Add(-time.Minute)
+		sandbox := appStoreNotification("as-sandbox", "SUBSCRIBED", "", "4001", user, signed, fixtureNow.Add(time.Hour))
+		sandbox.Environment = "Sandbox"
+		noUser := appStoreNotification("as-no-user", "SUBSCRIBED", "", "4002", "", signed, fixtureNow.Add(time.Hour))
+		for _, tc := range []struct {
+			name    string
+			n       appstoretest.Notification
+			chain   *appstoretest.Chain
+			code    int
+			outcome string
+			stored  int
+		}{
+			{"sandbox filtered out", sandbox, chain, http.StatusOK, "environment_filtered", 0},
+			{"a forged chain", appStoreNotification("as-forged", "SUBSCRIBED", "", "4003", user, signed, fixtureNow.Add(time.Hour)), newChain(t), http.StatusUnauthorized, "", 0}, // a refusal says no outcome
+			{"the test notification", appstoretest.Notification{UUID: "as-test", Type: "TEST", BundleID: testBundle, Signed: signed}, chain, http.StatusOK, billing.OutcomeIgnored, 1},
+			{"a type that changes nothing", appStoreNotification("as-price", "PRICE_INCREASE", "PENDING", "4004", user, signed, fixtureNow.Add(time.Hour)), chain, http.StatusOK, billing.OutcomeIgnored, 2},
+			{"no appAccountToken", noUser, chain, http.StatusOK, billing.OutcomeUnresolved, 3},
+		} {
+			rec := h.sendAppStore(tc.chain, tc.n)
+			if rec.Code != tc.code || rec.Header().Get(HeaderOutcome) != tc.outcome || h.countEvents() != tc.stored {
+				t.Errorf("%s: %d %q with %d stored, want %d %q with %d", tc.name, rec.Code, rec.Header().Get(HeaderOutcome), h.countEvents(), tc.code, tc.outcome, tc.stored)
+			}
+		}
+		if got := h.answer(t, user); got != "false none free none" {
+			t.Fatalf("the user's answer moved: %s", got)
+		}
+		if rec := h.post("/billing/webhooks/appstore", []byte(`{"signedPayload":`), nil); rec.Code != http.StatusBadRequest {
+			t.Fatalf("bad JSON: %d", rec.Code)
+		}
+	})
+}
+
+// Whatever order the notifications of a subscription's life arrive in, and however often,
+// the subscription ends as it would in order.
+func TestAppStoreOrderAndDuplicates(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		chain := newChain(t)
+		h := newHarness(t, d, withAppStore(t, chain))
+		t0 := fixtureNow.Add(-20 * 24 * time.Hour)
+		life := func(sub string) map[string]appstoretest.Notification {
+			user := "00000000-0000-4000-8000-000000000800"
+			return map[string]appstoretest.Notification{
+				"subscribed": appStoreNotification(sub+"-1", "SUBSCRIBED", "INITIAL_BUY", sub, user, t0, t0.Add(7*24*time.Hour)),
+				"renewed":    appStoreNotification(sub+"-2", "DID_RENEW", "", sub, user, t0.Add(7*24*time.Hour), t0.Add(14*24*time.Hour)),
+				"cancelled":  appStoreNotification(sub+"-3", "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", sub, user, t0.Add(8*24*time.Hour), t0.Add(14*24*time.Hour)),
+				"expired":    appStoreNotification(sub+"-4", "EXPIRED", "VOLUNTARY", sub, user, t0.Add(14*24*time.Hour), t0.Add(14*24*time.Hour)),
+			}
+		}
+		var want *canonicalRow
+		for i, order := range permutations([]string{"subscribed", "renewed", "cancelled", "expired"}) {
+			sub := fmt.Sprintf("5%03d", i)
+			events := life(sub)
+			for j, name := range append(order, order[0], order[2]) { // and two redeliveries
+				rec := h.sendAppStore(chain, events[name])
+				if rec.Code != http.StatusOK {
+					t.Fatalf("%v, delivery %d (%s): %d %s", order, j, name, rec.Code, rec.Body)
+				}
+			}
+			got := h.canonical(billing.ProviderAppStore, sub)
+			if got == nil || got.Status != billing.StatusExpired || got.Plan != "pro" {
+				t.Fatalf("%v: %+v, want expired on pro", order, got)
+			}
+			if want == nil {
+				want = got
+			} else if !got.PeriodEnd.Equal(*want.PeriodEnd) || got.UserID != want.UserID {
+				t.Fatalf("%v ends %+v, in order it ends %+v", order, got, want)
+			}
+		}
+	})
+}
