@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -141,4 +142,12 @@ func (b *billingParts) syncPlans(ctx context.Context, d *db.DB, list []plans.Pla
 // webAPI is the client of the web provider's API that WEB_API_KEY and WEB_API_BASE name.
 func webAPI(cfg config.Config, onWait func(time.Duration, string)) *stripe.Client {
 	return stripe.NewClient(stripe.Config{Key: cfg.WebAPIKey, Base: cfg.WebAPIBase, OnWait: onWait})
+}
+
+// oneOf lists choices for a message: "a, b or c".
+func oneOf(choices []string) string {
+	if len(choices) < 2 {
+		return strings.Join(choices, "")
+	}
+	return strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
@@ -14,7 +13,7 @@ import (
 func cmdEventsReplay(fs *flag.FlagSet) command {
 	var filter pipeline.ReplayFilter
 	var since string
-	fs.StringVar(&filter.Provider, "provider", "", "only events of this provider: "+strings.Join(providerNames(), " or "))
+	fs.StringVar(&filter.Provider, "provider", "", "only events of this provider: "+oneOf(providerNames()))
 	fs.StringVar(&since, "since", "", "only events first received at or after this RFC 3339 time")
 	fs.StringVar(&filter.EventID, "id", "", "only the event with this provider event id")
 	fs.BoolVar(&filter.Unprocessed, "unprocessed", false, "only events not processed yet or stored with a processing error")
@@ -22,7 +21,7 @@ func cmdEventsReplay(fs *flag.FlagSet) command {
 		help: "Re-runs stored provider_events through the processors. Replaying is idempotent.",
 		check: func([]string) error {
 			if filter.Provider != "" && !slices.Contains(providerNames(), filter.Provider) {
-				return fmt.Errorf("--provider: want %s, got %q", strings.Join(providerNames(), " or "), filter.Provider)
+				return fmt.Errorf("--provider: want %s, got %q", oneOf(providerNames()), filter.Provider)
 			}
 			if since != "" {
 				t, err := time.Parse(time.RFC3339, since)

@@ -1,0 +1,77 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/config"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+)
+
+// The App Store's route exists only with APPSTORE_BUNDLE_ID, verifies against the roots
+// APPSTORE_ROOT_CERTS names, and a root file that cannot be read stops the server.
+func TestAppStoreIsConfigured(t *testing.T) {
+	chain, err := appstoretest.New(appstoretest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := filepath.Join(t.TempDir(), "roots.pem")
+	if err := os.WriteFile(roots, chain.RootPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	server := func(vars map[string]string) (*httptest.Server, error) {
+		vars["MOBILE_WEBHOOK_SECRET"], vars["WEB_WEBHOOK_SECRET"] = mobileSecret, "w"
+		cfg, err := config.Load(func(k string) string { return vars[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewServer(context.Background(), env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dbtest.SQLite(t))
+		if err != nil {
+			return nil, err
+		}
+		srv := httptest.NewServer(s.Handler())
+		t.Cleanup(srv.Close)
+		return srv, nil
+	}
+	post := func(srv *httptest.Server, body string) int {
+		resp, err := http.Post(srv.URL+"/billing/webhooks/appstore", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	off, err := server(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := post(off, `{}`); code != http.StatusNotFound {
+		t.Fatalf("without APPSTORE_BUNDLE_ID: %d, want 404", code)
+	}
+	on, err := server(map[string]string{"APPSTORE_BUNDLE_ID": "com.example.app", "APPSTORE_ROOT_CERTS": roots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := chain.Body(appstoretest.Notification{UUID: "as-1", Type: "TEST", BundleID: "com.example.app", Signed: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := post(on, string(body)); code != http.StatusOK {
+		t.Fatalf("a test notification signed under APPSTORE_ROOT_CERTS: %d", code)
+	}
+	if code := post(on, `{"signedPayload":"x.y.z"}`); code != http.StatusUnauthorized {
+		t.Fatalf("a forgery: %d, want 401", code)
+	}
+	if _, err := server(map[string]string{"APPSTORE_BUNDLE_ID": "com.example.app", "APPSTORE_ROOT_CERTS": roots + ".missing"}); err == nil || !strings.Contains(err.Error(), "APPSTORE_ROOT_CERTS") {
+		t.Fatalf("an unreadable root file: %v, want an error naming APPSTORE_ROOT_CERTS", err)
+	}
+}
