@@ -49,6 +49,14 @@ func problemFor(err error) *apiProblem {
 		return p(http.StatusNotFound, "no-billing-account", "No billing account", "There is no web billing account to manage yet.")
 	case errors.Is(err, billing.ErrCheckoutUnavailable):
 		return p(http.StatusNotImplemented, "checkout-unavailable", "Checkout unavailable", "Web purchases are not configured on this server.")
+	case errors.Is(err, billing.ErrPurchaseOfAnother):
+		return p(http.StatusConflict, "purchase-of-another", "Another user's purchase", "This purchase is linked to another user; nothing changed.")
+	case errors.Is(err, billing.ErrUnverifiedPurchase):
+		return p(http.StatusUnprocessableEntity, "unverified-purchase", "Purchase not verified", "The store does not vouch for this purchase.")
+	case errors.Is(err, billing.ErrUnknownStore):
+		return p(http.StatusUnprocessableEntity, "unknown-store", "Store not configured", "This server does not hear that store.")
+	case errors.As(err, new(*billing.Unresolved)):
+		return p(http.StatusUnprocessableEntity, "unmapped-product", "Product on no plan", "The purchase's product is on no plan of this server.")
 	case errors.As(err, new(*billing.ProviderError)):
 		return p(http.StatusBadGateway, "provider-error", "Payment provider error", "The payment provider could not start the session; try again shortly.")
 	case errors.Is(err, errNoToken):

@@ -173,7 +173,9 @@ type harnessConfig struct {
 	checkout *checkout.Options
 	// answersMaxAge keeps answers in memory, as serve does.
 	answersMaxAge time.Duration
-	plans         string // the plans file; a free default plan when empty
+	// adapters are providers beside the web and mobile ones (the App Store's).
+	adapters []billing.Adapter
+	plans    string // the plans file; a free default plan when empty
 }
 
 // newHarness serves the API's real handler tree (throttles, verification, huma) over a fake
@@ -191,7 +193,7 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 		d = dbtest.SQLite(t)
 	}
 	h.billing = reader.New(d, log, reader.Options{AnswersMaxAge: cfg.answersMaxAge})
-	h.pipeline = pipeline.New(d, log, pipeline.Options{Adapters: []billing.Adapter{stripe.New(""), adapty.New("", nil)}})
+	h.pipeline = pipeline.New(d, log, pipeline.Options{Adapters: append([]billing.Adapter{stripe.New(""), adapty.New("", nil)}, cfg.adapters...)})
 	h.pipeline.OnCommit(h.billing.Forget)
 	checkoutOpts := checkout.Options{}
 	if cfg.checkout != nil {
@@ -223,7 +225,7 @@ plans:
 	}
 	t.Cleanup(func() { h.throttles.Close() })
 	mux := http.NewServeMux()
-	New(Options{Billing: h.billing, Checkout: purchases, Verifier: h.verifier, Keys: h.serviceKeys, Throttles: h.throttles, CORS: cfg.cors, SwaggerUI: true, Log: log,
+	New(Options{Billing: h.billing, Checkout: purchases, Purchases: h.pipeline, Verifier: h.verifier, Keys: h.serviceKeys, Throttles: h.throttles, CORS: cfg.cors, SwaggerUI: true, Log: log,
 		PerIP: cfg.perIP, PerToken: cfg.perToken}).Routes(mux)
 	h.handler = mux
 	return h

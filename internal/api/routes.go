@@ -4,6 +4,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
+	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/checkout"
 	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/problem"
@@ -20,12 +22,19 @@ import (
 	"github.com/tollgate/tollgate/internal/servicekeys"
 )
 
+// Purchases verifies and applies a purchase an app reports for its user.
+type Purchases interface {
+	Claim(ctx context.Context, store string, proof billing.Proof, userID string) error
+}
+
 // Options wires the API to its collaborators.
 type Options struct {
 	// Billing answers billing questions; Checkout starts purchases and opens the portal.
 	Billing  *reader.Reader
 	Checkout *checkout.Checkout
-	Verifier *Verifier
+	// Purchases applies the purchases apps report (POST /api/v1/billing/purchases).
+	Purchases Purchases
+	Verifier  *Verifier
 	// Keys checks service keys; nil admits none.
 	Keys      *servicekeys.Keys
 	Throttles *ratelimit.Throttles
@@ -167,6 +176,21 @@ func (a *API) register(api huma.API) {
 		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusTooManyRequests,
 			http.StatusNotImplemented, http.StatusBadGateway, http.StatusServiceUnavailable},
 	}, a.portal)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "report-purchase",
+		Method:      http.MethodPost,
+		Path:        "/api/v1/billing/purchases",
+		Summary:     "Report a purchase made in the app",
+		Description: "Verifies a purchase with its store (App Store: the signed transaction's chain and bundle), links it " +
+			"to the token's user, applies it in order with the store's notifications, and answers as /api/v1/me. " +
+			"409 when the purchase belongs to another user; 422 when it does not verify, its store is not configured, " +
+			"or its product is on no plan.",
+		Tags:     []string{"billing"},
+		Security: forUsers,
+		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity,
+			http.StatusTooManyRequests, http.StatusServiceUnavailable},
+	}, a.purchase)
 
 	huma.Register(api, huma.Operation{
 		OperationID: "get-user-entitlements",

@@ -82,6 +82,7 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	s.api = api.New(api.Options{
 		Billing:   s.billing.reader,
 		Checkout:  s.billing.checkout,
+		Purchases: s.billing.pipeline,
 		Keys:      servicekeys.New(d),
 		Verifier:  api.NewVerifier(s.keys, api.VerifierOptions{Issuer: e.cfg.AuthJWTIssuer, Audience: e.cfg.AuthJWTAudience, HS256Secret: e.cfg.AuthJWTSecret}),
 		Throttles: throttles,

@@ -178,6 +178,22 @@ type Committer interface {
 	Committed(ctx context.Context, ev Event, outcome string) error
 }
 
+// A Claimer verifies a purchase the app reports for its signed-in user (POST
+// /api/v1/billing/purchases) and reads it as a snapshot of its subscription, as of when
+// the store signed it, linked to that user. A proof that does not verify is
+// ErrUnverifiedPurchase; a purchase the store links to another user ErrPurchaseOfAnother.
+type Claimer interface {
+	Claim(ctx context.Context, proof Proof, userID string, now time.Time) (Reading, error)
+}
+
+// Proof is what the app holds of a purchase: an App Store signed transaction, or a Google
+// Play purchase token and its product.
+type Proof struct {
+	SignedTransaction string
+	PurchaseToken     string
+	ProductID         string
+}
+
 // A Snapshotter reads the provider's state of a subscription, as its API returns it, into
 // a Reading ordered by the time of the read (Reading.Snapshot).
 type Snapshotter interface {

@@ -30,6 +30,11 @@ var (
 	// is changed or cancelled in the app's store, and a web purchase beside it would bill
 	// them twice: checkout and the portal both answer with ManagedInAppMessage.
 	ErrManagedInApp = errors.New("the subscription is managed in the mobile app's store")
+
+	// A purchase the app reports (POST /api/v1/billing/purchases).
+	ErrUnknownStore       = errors.New("this store is not configured")
+	ErrUnverifiedPurchase = errors.New("the purchase could not be verified with the store")
+	ErrPurchaseOfAnother  = errors.New("the purchase belongs to another user")
 )
 
 // ManagedInAppMessage is the one answer, on the API and the account page, to a user whom
@@ -40,7 +45,10 @@ const ManagedInAppMessage = "Your subscription was bought in the mobile app: cha
 // IsAnswer says whether err is the domain's answer rather than a failure: nothing to
 // retry and nothing wrong with the database.
 func IsAnswer(err error) bool {
-	return errors.Is(err, ErrNotEntitled) || errors.Is(err, ErrLimitExceeded) || errors.Is(err, ErrInvalidAmount)
+	var unresolved *Unresolved
+	var invalid *Invalid
+	return errors.Is(err, ErrNotEntitled) || errors.Is(err, ErrLimitExceeded) || errors.Is(err, ErrInvalidAmount) ||
+		errors.Is(err, ErrPurchaseOfAnother) || errors.As(err, &unresolved) || errors.As(err, &invalid)
 }
 
 // ProviderError is a provider's API refusing or failing to create a session. Its text is

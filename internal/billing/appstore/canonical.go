@@ -61,6 +61,9 @@ func (a *Adapter) Read(ev billing.Event, body []byte) (billing.Reading, error) {
 // Order: later notifications win; at the same instant the later stage of life wins, and
 // between equals the later arrival.
 func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order {
+	if r.Snapshot { // a transaction the app reported, as of when Apple signed it
+		return billing.BySnapshot(r.At, stored, false, func() bool { return false })
+	}
 	if o, decided := billing.ByTime(r.At, stored); decided {
 		return o
 	}
@@ -83,6 +86,14 @@ func (a *Adapter) Apply(r billing.Reading, _ billing.Stored) ([]byte, any, error
 		live = billing.StatusTrialing
 	}
 	switch n := p.notification; n.NotificationType {
+	case claimed:
+		next.Status = live
+		switch revoked := millis(tx.RevocationDate); {
+		case revoked != nil:
+			next.Status, next.PeriodEnd = billing.StatusRefunded, revoked
+		case next.PeriodEnd != nil && !next.PeriodEnd.After(at):
+			next.Status = billing.StatusExpired
+		}
 	case "DID_CHANGE_RENEWAL_STATUS":
 		next.Status = live
 		if n.Subtype == "AUTO_RENEW_DISABLED" {

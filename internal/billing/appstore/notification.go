@@ -59,6 +59,10 @@ type transaction struct {
 	// Price is in milliunits of Currency (9990 for 9.99).
 	Price    *int64 `json:"price"`
 	Currency string `json:"currency"`
+	// For a transaction the app reports (Claim).
+	Environment    string `json:"environment"`
+	SignedDate     int64  `json:"signedDate"`
+	RevocationDate *int64 `json:"revocationDate"`
 }
 
 // freeTrial says whether the transaction is an introductory offer's free trial.

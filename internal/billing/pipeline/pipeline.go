@@ -176,5 +176,10 @@ func (e *FetchError) Unwrap() error { return e.Err }
 func (p *Pipeline) request(ctx context.Context, work func(ctx context.Context) error) error {
 	ctx, cancel := p.db.Bound(ctx)
 	defer cancel()
-	return p.db.Report(ctx, work(ctx))
+	err := work(ctx)
+	if billing.IsAnswer(err) {
+		p.db.Answered(ctx)
+		return err
+	}
+	return p.db.Report(ctx, err)
 }

@@ -1,0 +1,27 @@
+package api
+
+import (
+	"context"
+
+	"github.com/tollgate/tollgate/internal/billing"
+)
+
+type purchaseInput struct {
+	Body struct {
+		Store             string `json:"store" enum:"appstore,playstore" doc:"The store that sold the purchase."`
+		SignedTransaction string `json:"signed_transaction,omitempty" maxLength:"65536" doc:"App Store: the transaction's JWS as the device holds it (StoreKit's jwsRepresentation)."`
+		PurchaseToken     string `json:"purchase_token,omitempty" maxLength:"4096" doc:"Google Play: the purchase token."`
+		ProductID         string `json:"product_id,omitempty" maxLength:"255" doc:"Google Play: the purchased product's id."`
+	}
+}
+
+// purchase applies a purchase the app reports for the token's user, verified with its
+// store, and answers as /api/v1/me does.
+func (a *API) purchase(ctx context.Context, in *purchaseInput) (*meOutput, error) {
+	user, _ := CurrentUser(ctx)
+	proof := billing.Proof{SignedTransaction: in.Body.SignedTransaction, PurchaseToken: in.Body.PurchaseToken, ProductID: in.Body.ProductID}
+	if err := a.opts.Purchases.Claim(ctx, in.Body.Store, proof, user.ID); err != nil {
+		return nil, a.fail(ctx, err)
+	}
+	return a.me(ctx, nil)
+}
