@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/mirror"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/plans"
+	"github.com/tollgate/tollgate/internal/billing/playstore"
 	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/billing/webhooks"
@@ -50,6 +51,7 @@ func providers() []provider {
 			return adapty.New(cfg.MobileWebhookSecret, cfg.MobileEventAliases), nil
 		}},
 		{billing.ProviderAppStore, func(cfg config.Config) bool { return cfg.AppStore.BundleID != "" }, appStoreAdapter},
+		{billing.ProviderPlayStore, func(cfg config.Config) bool { return cfg.PlayStore.PackageName != "" }, playStoreAdapter},
 	}
 }
 
@@ -93,6 +95,20 @@ func appStoreAdapter(cfg config.Config) (billing.Adapter, error) {
 		return nil, fmt.Errorf("APPSTORE_ROOT_CERTS: %w", err)
 	}
 	return a, nil
+}
+
+// playStoreAdapter is Google Play's adapter, with the service account key of
+// PLAY_SERVICE_ACCOUNT_JSON.
+func playStoreAdapter(cfg config.Config) (billing.Adapter, error) {
+	play := cfg.PlayStore
+	key, err := os.ReadFile(play.ServiceAccountJSON)
+	if err != nil {
+		return nil, fmt.Errorf("PLAY_SERVICE_ACCOUNT_JSON: %w", err)
+	}
+	return playstore.New(context.Background(), playstore.Config{
+		PackageName: play.PackageName, PushAudience: play.PushAudience, PushServiceAccount: play.PushServiceAccount,
+		PushJWKSURL: play.PushJWKSURL, ServiceAccountJSON: key, APIBase: play.APIBase,
+	})
 }
 
 func newBilling(d *db.DB, e env, reg prometheus.Registerer) (*billingParts, error) {

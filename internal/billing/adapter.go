@@ -167,13 +167,15 @@ type Facts struct {
 }
 
 // A Fetcher has network work to do for an event before its transaction: reading the
-// purchase from the provider's API, say. An error answers 503 and the provider retries.
+// purchase from the provider's API, say, at now. An error answers 503 and the provider
+// retries.
 type Fetcher interface {
-	Fetch(ctx context.Context, ev Event, body []byte) (Event, error)
+	Fetch(ctx context.Context, ev Event, body []byte, now time.Time) (Event, error)
 }
 
 // A Committer acts after the transaction that applied an event commits: acknowledging a
-// purchase, say. Its failure is logged; the event stays applied.
+// purchase, say. Its failure answers 503, so that the provider delivers the event again
+// and the action is tried again; the event stays applied.
 type Committer interface {
 	Committed(ctx context.Context, ev Event, outcome string) error
 }

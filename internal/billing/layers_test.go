@@ -16,22 +16,23 @@ const module = "github.com/tollgate/tollgate/"
 // layers places billing's packages and the surfaces above them: a package imports only
 // from layers below its own (docs/billing.md, "How billing is built").
 var layers = map[string]int{
-	"internal/billing":          0, // the core: vocabulary and rules
-	"internal/billing/stripe":   1, // adapters: the core only
-	"internal/billing/adapty":   1,
-	"internal/billing/appstore": 1,
-	"internal/billing/plans":    2, // the plan catalogue and the sync engine's mirror
-	"internal/billing/mirror":   2,
-	"internal/billing/pipeline": 3, // the one ingestion path
-	"internal/billing/reader":   3, // the one reader
-	"internal/billing/checkout": 4, // what the surfaces call
-	"internal/billing/webhooks": 4,
-	"internal/api":              5, // surfaces
-	"internal/web":              5,
-	"internal/app":              6,
+	"internal/billing":           0, // the core: vocabulary and rules
+	"internal/billing/stripe":    1, // adapters: the core only
+	"internal/billing/adapty":    1,
+	"internal/billing/appstore":  1,
+	"internal/billing/playstore": 1,
+	"internal/billing/plans":     2, // the plan catalogue and the sync engine's mirror
+	"internal/billing/mirror":    2,
+	"internal/billing/pipeline":  3, // the one ingestion path
+	"internal/billing/reader":    3, // the one reader
+	"internal/billing/checkout":  4, // what the surfaces call
+	"internal/billing/webhooks":  4,
+	"internal/api":               5, // surfaces
+	"internal/web":               5,
+	"internal/app":               6,
 }
 
-var adapters = []string{"internal/billing/stripe", "internal/billing/adapty", "internal/billing/appstore"}
+var adapters = []string{"internal/billing/stripe", "internal/billing/adapty", "internal/billing/appstore", "internal/billing/playstore"}
 
 // goList gives each package's imports of this module: direct, or with -deps every one it
 // depends on, without test files.

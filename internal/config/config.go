@@ -74,8 +74,9 @@ type Config struct {
 	WebhookMaxBody      int64
 	MobileEventAliases  map[string]string
 	PlansFile           string
-	// AppStore hears the App Store directly; off without a bundle id.
-	AppStore AppStore
+	// AppStore and PlayStore hear the stores directly; each is off without its app's id.
+	AppStore  AppStore
+	PlayStore PlayStore
 	// WebAPIKey and WebAPIBase reach the web provider's API (billing backfill): a secret
 	// key, or a restricted one, and the API's base URL (tests point it at a local server).
 	WebAPIKey  string
@@ -242,6 +243,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.PlansFile = get("PLANS_FILE", "config/plans.yml")
 	c.AppStore = loadAppStore(get, fail)
+	c.PlayStore = loadPlayStore(get, fail)
 	c.WebAPIKey = get("WEB_API_KEY", "")
 	c.WebAPIBase = strings.TrimRight(get("WEB_API_BASE", "https://api.stripe.com"), "/")
 	if u, err := url.Parse(c.WebAPIBase); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

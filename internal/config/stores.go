@@ -1,6 +1,9 @@
 package config
 
-import "slices"
+import (
+	"net/url"
+	"slices"
+)
 
 // AppStore is the App Store provider's configuration.
 type AppStore struct {
@@ -22,6 +25,44 @@ func loadAppStore(get func(name, def string) string, fail func(name, format stri
 			continue
 		}
 		s.Environments = append(s.Environments, env)
+	}
+	return s
+}
+
+// PlayStore is the Google Play provider's configuration.
+type PlayStore struct {
+	// PackageName (PLAY_PACKAGE_NAME) turns the provider on: notifications for any other
+	// app are refused.
+	PackageName string
+	// PushAudience (PLAY_PUSH_AUDIENCE) and PushServiceAccount (PLAY_PUSH_SERVICE_ACCOUNT)
+	// are what the push subscription's OIDC tokens must name; PushJWKSURL
+	// (PLAY_PUSH_JWKS_URL) serves their keys.
+	PushAudience, PushServiceAccount, PushJWKSURL string
+	// ServiceAccountJSON (PLAY_SERVICE_ACCOUNT_JSON) is the path of the key of the service
+	// account that reads purchases; APIBase (PLAY_API_BASE) the Developer API's base URL.
+	ServiceAccountJSON, APIBase string
+}
+
+func loadPlayStore(get func(name, def string) string, fail func(name, format string, args ...any)) PlayStore {
+	s := PlayStore{
+		PackageName: get("PLAY_PACKAGE_NAME", ""), PushAudience: get("PLAY_PUSH_AUDIENCE", ""),
+		PushServiceAccount: get("PLAY_PUSH_SERVICE_ACCOUNT", ""), PushJWKSURL: get("PLAY_PUSH_JWKS_URL", "https://www.googleapis.com/oauth2/v3/certs"),
+		ServiceAccountJSON: get("PLAY_SERVICE_ACCOUNT_JSON", ""), APIBase: get("PLAY_API_BASE", "https://androidpublisher.googleapis.com/"),
+	}
+	for name, value := range map[string]string{"PLAY_PUSH_JWKS_URL": s.PushJWKSURL, "PLAY_API_BASE": s.APIBase} {
+		if u, err := url.Parse(value); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			fail(name, "want an http(s) URL, got %q", value)
+		}
+	}
+	if s.PackageName == "" {
+		return s
+	}
+	for name, value := range map[string]string{
+		"PLAY_PUSH_AUDIENCE": s.PushAudience, "PLAY_PUSH_SERVICE_ACCOUNT": s.PushServiceAccount, "PLAY_SERVICE_ACCOUNT_JSON": s.ServiceAccountJSON,
+	} {
+		if value == "" {
+			fail(name, "is required with PLAY_PACKAGE_NAME")
+		}
 	}
 	return s
 }

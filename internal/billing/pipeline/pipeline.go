@@ -135,7 +135,7 @@ func (p *Pipeline) Ingest(ctx context.Context, provider string, ev billing.Event
 	}
 	if f, ok := a.(billing.Fetcher); ok {
 		var err error
-		if ev, err = f.Fetch(ctx, ev, body); err != nil {
+		if ev, err = f.Fetch(ctx, ev, body, p.now()); err != nil {
 			return Processed{}, &FetchError{Err: err}
 		}
 	}
@@ -158,14 +158,16 @@ func (p *Pipeline) Ingest(ctx context.Context, provider string, ev billing.Event
 	p.committed(ctx, []string{done.UserID}, done.changed)
 	if c, ok := a.(billing.Committer); ok {
 		if err := c.Committed(ctx, ev, done.Outcome); err != nil {
-			p.log.WarnContext(ctx, "after-commit action failed", "provider", provider, "event_id", ev.ID, "error", err)
+			// The event stays applied; a failure answers 503 so that the provider delivers it
+			// again and the action is tried again (applying it again changes nothing).
+			return done, &FetchError{Err: err}
 		}
 	}
 	return done, nil
 }
 
-// FetchError is an adapter's network step failing before anything was stored: the
-// provider should retry.
+// FetchError is an adapter's network step failing, before the event's transaction or
+// after its commit: the provider should retry.
 type FetchError struct{ Err error }
 
 func (e *FetchError) Error() string { return "reading the event from the provider: " + e.Err.Error() }

@@ -60,19 +60,7 @@ func (p *Pipeline) Replay(ctx context.Context, f ReplayFilter, report func(provi
 	}
 	pace := newSQLitePacer(p.db)
 	for i, r := range rows {
-		var done Processed
-		a, ok := p.adapters[r.Provider]
-		if !ok {
-			return i, fmt.Errorf("replay %s %s: no adapter for provider %q", r.Provider, r.ProviderEventID, r.Provider)
-		}
-		err := p.db.InTx(ctx, func(tx *sql.Tx) error {
-			ev, err := dbq.New(tx).GetProviderEvent(ctx, dbq.GetProviderEventParams{Provider: r.Provider, ProviderEventID: r.ProviderEventID})
-			if err != nil {
-				return err
-			}
-			done, err = p.process(ctx, tx, event{rowID: ev.ID, adapter: a, Event: billing.Event{ID: ev.ProviderEventID, Type: ev.EventType}, body: ev.Payload})
-			return err
-		})
+		done, err := p.replayOne(ctx, r.Provider, r.ProviderEventID)
 		if err != nil {
 			return i, fmt.Errorf("replay %s %s: %w", r.Provider, r.ProviderEventID, err)
 		}
@@ -81,4 +69,40 @@ func (p *Pipeline) Replay(ctx context.Context, f ReplayFilter, report func(provi
 		pace.tick()
 	}
 	return len(rows), nil
+}
+
+// replayOne processes one stored event again in a transaction of its own, after its
+// adapter's network step (a fresh read of the purchase) when it has one.
+func (p *Pipeline) replayOne(ctx context.Context, provider, eventID string) (Processed, error) {
+	a, ok := p.adapters[provider]
+	if !ok {
+		return Processed{}, fmt.Errorf("no adapter for provider %q", provider)
+	}
+	key := dbq.GetProviderEventParams{Provider: provider, ProviderEventID: eventID}
+	var fetched *billing.Event
+	if f, ok := a.(billing.Fetcher); ok {
+		stored, err := dbq.New(p.db).GetProviderEvent(ctx, key)
+		if err != nil {
+			return Processed{}, err
+		}
+		ev, err := f.Fetch(ctx, billing.Event{ID: stored.ProviderEventID, Type: stored.EventType}, stored.Payload, p.now())
+		if err != nil {
+			return Processed{}, &FetchError{Err: err}
+		}
+		fetched = &ev
+	}
+	var done Processed
+	err := p.db.InTx(ctx, func(tx *sql.Tx) error {
+		stored, err := dbq.New(tx).GetProviderEvent(ctx, key)
+		if err != nil {
+			return err
+		}
+		ev := billing.Event{ID: stored.ProviderEventID, Type: stored.EventType}
+		if fetched != nil {
+			ev = *fetched
+		}
+		done, err = p.process(ctx, tx, event{rowID: stored.ID, adapter: a, Event: ev, body: stored.Payload})
+		return err
+	})
+	return done, err
 }

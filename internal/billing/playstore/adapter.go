@@ -1,0 +1,131 @@
+// Package playstore is Google Play's adapter: real-time developer notifications pushed by
+// Cloud Pub/Sub with an OIDC token Google signs. A notification is only a hint, as Google
+// says: the purchase's state is read from the Google Play Developer API (subscriptionsv2)
+// before the event's transaction, and applied as the state at the time of that read. A
+// purchase still to be acknowledged is acknowledged after it is stored.
+package playstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+)
+
+// Config sets the adapter up.
+type Config struct {
+	// PackageName is the app's package: notifications for any other are refused.
+	PackageName string
+	// PushAudience and PushServiceAccount are what the push subscription's OIDC tokens must
+	// name: its audience, and the service account that signs them.
+	PushAudience, PushServiceAccount string
+	// PushJWKSURL serves the keys of push tokens (Google's certificates by default).
+	PushJWKSURL string
+	// ServiceAccountJSON is the key of the service account that reads purchases; APIBase,
+	// when set, replaces the Google Play Developer API's base URL (tests).
+	ServiceAccountJSON []byte
+	APIBase            string
+	// HTTPClient, when set, reaches Google (tests); else a client with a timeout.
+	HTTPClient *http.Client
+}
+
+// Adapter is Google Play's billing.Adapter.
+type Adapter struct {
+	cfg  Config
+	keys *pushKeys
+	api  *api
+}
+
+// New builds the adapter.
+func New(ctx context.Context, cfg Config) (*Adapter, error) {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 15 * time.Second}
+	}
+	if cfg.PushJWKSURL == "" {
+		cfg.PushJWKSURL = "https://www.googleapis.com/oauth2/v3/certs"
+	}
+	api, err := newAPI(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Adapter{cfg: cfg, keys: &pushKeys{url: cfg.PushJWKSURL, client: cfg.HTTPClient}, api: api}, nil
+}
+
+func (a *Adapter) Provider() string { return billing.ProviderPlayStore }
+
+var errPackage = errors.New("the notification is for another app (packageName)")
+
+// Verify checks the push's OIDC token and that the notification is about this app.
+func (a *Adapter) Verify(h http.Header, body []byte, now time.Time) error {
+	if err := a.verifyPush(h, now); err != nil {
+		return err
+	}
+	p, err := decode(body)
+	if err != nil {
+		return err
+	}
+	if p.notification.PackageName != a.cfg.PackageName {
+		return errPackage
+	}
+	return nil
+}
+
+// Parse names the push by its Pub/Sub message id.
+func (a *Adapter) Parse(body []byte) (billing.Event, error) {
+	p, err := decode(body)
+	if err != nil {
+		return billing.Event{}, err
+	}
+	return billing.Event{ID: p.id, Type: p.notification.kind(), Decoded: p}, nil
+}
+
+// Fetch reads a subscription notification's purchase from Google, before the event's
+// transaction. A token Google does not know is no failure: the event is stored as
+// unresolved. Any other failure answers 503, and Pub/Sub retries.
+func (a *Adapter) Fetch(ctx context.Context, ev billing.Event, body []byte, now time.Time) (billing.Event, error) {
+	p, _ := ev.Decoded.(*parsed)
+	if p == nil {
+		var err error
+		if p, err = decode(body); err != nil {
+			return ev, err
+		}
+	}
+	sub := p.notification.SubscriptionNotification
+	if sub == nil {
+		ev.Decoded = p
+		return ev, nil
+	}
+	purchase, err := a.api.subscription(ctx, sub.PurchaseToken)
+	switch {
+	case errors.Is(err, errUnknownToken):
+		p.unknown = true
+	case err != nil:
+		return ev, err
+	default:
+		p.purchase, p.read = purchase, now.UTC().Truncate(time.Millisecond)
+	}
+	ev.Decoded = p
+	return ev, nil
+}
+
+// Committed acknowledges a purchase Google still waits for an acknowledgement of (one not
+// acknowledged in three days is refunded). Its failure answers 503, so that Pub/Sub
+// delivers again and the acknowledgement is tried again; one already made is not repeated.
+func (a *Adapter) Committed(ctx context.Context, ev billing.Event, outcome string) error {
+	p, _ := ev.Decoded.(*parsed)
+	if p == nil || p.purchase == nil || p.purchase.AcknowledgementState != "ACKNOWLEDGEMENT_STATE_PENDING" ||
+		outcome == billing.OutcomeUnresolved || outcome == billing.OutcomeInvalid { // a purchase no user has is not kept
+		return nil
+	}
+	product := ""
+	if len(p.purchase.LineItems) > 0 {
+		product = p.purchase.LineItems[0].ProductId
+	}
+	if err := a.api.acknowledge(ctx, product, p.notification.SubscriptionNotification.PurchaseToken); err != nil {
+		return fmt.Errorf("acknowledging the purchase: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package playstore
+
+import (
+	"encoding/json"
+	"time"
+
+	"google.golang.org/api/androidpublisher/v3"
+
+	"github.com/tollgate/tollgate/internal/billing"
+)
+
+// state is what a Play subscription's stored state holds: the canonical result of the
+// last read or revocation.
+type state struct {
+	Status    string     `json:"status"`
+	PeriodEnd *time.Time `json:"period_end"`
+	ProductID string     `json:"product_id"`
+	User      string     `json:"user"`
+}
+
+// revoked is the event type a revocation or a voided purchase is stored under.
+const revoked = "revoked"
+
+// Read says which purchase (its token) a push is about: for a subscription, the state
+// Google's API gave when it was read; a revocation or a voided purchase, as of the event.
+func (a *Adapter) Read(ev billing.Event, body []byte) (billing.Reading, error) {
+	p, _ := ev.Decoded.(*parsed)
+	if p == nil {
+		var err error
+		if p, err = decode(body); err != nil {
+			return billing.Reading{}, billing.Invalidf("play notification: %v", err)
+		}
+	}
+	n := p.notification
+	at, dated := n.eventTime()
+	switch {
+	case n.TestNotification != nil:
+		return billing.Reading{Ignore: "play test notification"}, nil
+	case n.VoidedPurchaseNotification != nil && dated:
+		return billing.Reading{Subscription: n.VoidedPurchaseNotification.PurchaseToken, Type: revoked, At: at}, nil
+	case n.SubscriptionNotification == nil:
+		return billing.Reading{Ignore: "play notification kind ignored"}, nil
+	case n.SubscriptionNotification.NotificationType == subscriptionRevoked && dated:
+		return billing.Reading{Subscription: n.SubscriptionNotification.PurchaseToken, Type: revoked, At: at}, nil
+	case p.unknown:
+		return billing.Reading{}, billing.NewUnresolved("purchase token unknown to Google", "subscription_id", n.SubscriptionNotification.SubscriptionID)
+	case p.purchase == nil:
+		return billing.Reading{}, billing.Invalidf("play notification %s: the purchase was not read from Google", p.id)
+	}
+	customer := ""
+	if ids := p.purchase.ExternalAccountIdentifiers; ids != nil {
+		customer = ids.ObfuscatedExternalAccountId
+	}
+	return billing.Reading{
+		Subscription: n.SubscriptionNotification.PurchaseToken, Type: billing.SnapshotEventType, At: p.read, Snapshot: true,
+		Customer: customer, Decoded: p,
+	}, nil
+}
+
+// Order: a read supersedes what is older than it and never a revocation, which is final;
+// a revocation supersedes what is older.
+func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order {
+	if r.Snapshot {
+		return billing.BySnapshot(r.At, stored, stored.LastEventType == revoked, func() bool { return false })
+	}
+	if stored.LastEventType == revoked && !r.At.After(stored.LastEventAt) {
+		return billing.Stale
+	}
+	return billing.Supersedes // a revocation ends the purchase whatever was read before
+}
+
+// Apply gives the subscription's state from Google's read, or refunded on a revocation
+// (docs/providers.md, "Google Play").
+func (a *Adapter) Apply(r billing.Reading, stored billing.Stored) ([]byte, any, error) {
+	var next state
+	if r.Type == revoked {
+		if stored.HasState() {
+			if err := json.Unmarshal([]byte(stored.State), &next); err != nil {
+				return nil, nil, err
+			}
+		}
+		at := r.At
+		next.Status, next.PeriodEnd = billing.StatusRefunded, &at
+	} else {
+		var err error
+		if next, err = fromPurchase(r.Decoded.(*parsed).purchase, r.At); err != nil {
+			return nil, nil, err
+		}
+	}
+	raw, err := json.Marshal(next)
+	return raw, &next, err
+}
+
+// fromPurchase maps a subscription purchase, read at at, to its canonical state.
+func fromPurchase(p *androidpublisher.SubscriptionPurchaseV2, at time.Time) (state, error) {
+	var s state
+	if ids := p.ExternalAccountIdentifiers; ids != nil {
+		s.User = ids.ObfuscatedExternalAccountId
+	}
+	for _, item := range p.LineItems {
+		if end, err := time.Parse(time.RFC3339Nano, item.ExpiryTime); err == nil && (s.PeriodEnd == nil || end.After(*s.PeriodEnd)) {
+			end = end.UTC()
+			s.PeriodEnd, s.ProductID = &end, item.ProductId
+		}
+		if s.ProductID == "" {
+			s.ProductID = item.ProductId
+		}
+	}
+	ended := func() *time.Time {
+		if s.PeriodEnd != nil && s.PeriodEnd.Before(at) {
+			return s.PeriodEnd
+		}
+		return &at
+	}
+	switch p.SubscriptionState {
+	case "SUBSCRIPTION_STATE_ACTIVE":
+		s.Status = billing.StatusActive
+	case "SUBSCRIPTION_STATE_IN_GRACE_PERIOD":
+		s.Status = billing.StatusPastDue // entitled until the line item's expiry, which the grace period extends
+	case "SUBSCRIPTION_STATE_ON_HOLD", "SUBSCRIPTION_STATE_PAUSED", "SUBSCRIPTION_STATE_PENDING":
+		s.Status, s.PeriodEnd = billing.StatusPastDue, ended()
+	case "SUBSCRIPTION_STATE_CANCELED":
+		s.Status = billing.StatusCancelled // entitled until it expires
+	case "SUBSCRIPTION_STATE_EXPIRED", "SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED":
+		s.Status, s.PeriodEnd = billing.StatusExpired, ended()
+	default:
+		return s, billing.Invalidf("play purchase in state %q", p.SubscriptionState)
+	}
+	return s, nil
+}
+
+// Facts: the user is the purchase's obfuscatedExternalAccountId; the product maps through
+// the plans' mobile_products.
+func (a *Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
+	s, _ := stored.Decoded.(*state)
+	if s == nil {
+		s = &state{}
+		if err := json.Unmarshal([]byte(stored.State), s); err != nil {
+			return billing.Facts{}, err
+		}
+	}
+	return billing.Facts{
+		UserID: s.User, Unresolved: billing.NewUnresolved("unresolved play customer", "obfuscated_account_id", s.User),
+		Status: s.Status, PeriodEnd: s.PeriodEnd, Products: []string{s.ProductID}, PriceList: billing.ProviderMobile,
+	}, nil
+}

@@ -1,0 +1,61 @@
+package playstore
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
+	"google.golang.org/api/androidpublisher/v3"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
+)
+
+// errUnknownToken: Google does not know the purchase token (404, 410).
+var errUnknownToken = errors.New("the purchase token is unknown to Google")
+
+// api is the Google Play Developer API, as a service account reaches it.
+type api struct {
+	packageName string
+	service     *androidpublisher.Service
+}
+
+// newAPI authenticates with the service account key (its token_uri honoured) through
+// Google's own libraries.
+func newAPI(ctx context.Context, cfg Config) (*api, error) {
+	creds, err := google.CredentialsFromJSON(context.WithValue(ctx, oauth2.HTTPClient, cfg.HTTPClient), cfg.ServiceAccountJSON, androidpublisher.AndroidpublisherScope)
+	if err != nil {
+		return nil, errors.New("PLAY_SERVICE_ACCOUNT_JSON: not a service account key")
+	}
+	client := oauth2.NewClient(context.WithValue(ctx, oauth2.HTTPClient, cfg.HTTPClient), creds.TokenSource)
+	opts := []option.ClientOption{option.WithHTTPClient(client)}
+	if cfg.APIBase != "" {
+		opts = append(opts, option.WithEndpoint(cfg.APIBase))
+	}
+	service, err := androidpublisher.NewService(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &api{packageName: cfg.PackageName, service: service}, nil
+}
+
+// subscription reads a subscription purchase (purchases.subscriptionsv2.get).
+func (a *api) subscription(ctx context.Context, token string) (*androidpublisher.SubscriptionPurchaseV2, error) {
+	purchase, err := a.service.Purchases.Subscriptionsv2.Get(a.packageName, token).Context(ctx).Do()
+	var apiErr *googleapi.Error
+	if errors.As(err, &apiErr) && (apiErr.Code == http.StatusNotFound || apiErr.Code == http.StatusGone) {
+		return nil, errUnknownToken
+	}
+	return purchase, err
+}
+
+// acknowledge acknowledges a subscription purchase; one already acknowledged is done.
+func (a *api) acknowledge(ctx context.Context, product, token string) error {
+	err := a.service.Purchases.Subscriptions.Acknowledge(a.packageName, product, token, &androidpublisher.SubscriptionPurchasesAcknowledgeRequest{}).Context(ctx).Do()
+	var apiErr *googleapi.Error
+	if errors.As(err, &apiErr) && apiErr.Code == http.StatusBadRequest && len(apiErr.Errors) > 0 && apiErr.Errors[0].Reason == "alreadyAcknowledged" {
+		return nil
+	}
+	return err
+}

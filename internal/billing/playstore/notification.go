@@ -1,0 +1,97 @@
+package playstore
+
+// Google Play's real-time developer notifications, as a Cloud Pub/Sub push delivers them.
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"google.golang.org/api/androidpublisher/v3"
+
+	"github.com/tollgate/tollgate/internal/billing"
+)
+
+// push is the body Pub/Sub posts; Data is the base64 notification, decoded by encoding/json.
+type push struct {
+	Message struct {
+		Data      []byte `json:"data"`
+		MessageID string `json:"messageId"`
+	} `json:"message"`
+}
+
+// notification is a DeveloperNotification.
+type notification struct {
+	PackageName              string `json:"packageName"`
+	EventTimeMillis          string `json:"eventTimeMillis"`
+	SubscriptionNotification *struct {
+		NotificationType int    `json:"notificationType"`
+		PurchaseToken    string `json:"purchaseToken"`
+		SubscriptionID   string `json:"subscriptionId"`
+	} `json:"subscriptionNotification"`
+	OneTimeProductNotification *struct {
+		PurchaseToken string `json:"purchaseToken"`
+	} `json:"oneTimeProductNotification"`
+	VoidedPurchaseNotification *struct {
+		PurchaseToken string `json:"purchaseToken"`
+	} `json:"voidedPurchaseNotification"`
+	TestNotification *struct{} `json:"testNotification"`
+}
+
+// subscriptionRevoked is the subscription notification type of a revoked subscription.
+const subscriptionRevoked = 12
+
+// eventTime is when Google says the notification's event happened.
+func (n notification) eventTime() (time.Time, bool) {
+	ms, err := strconv.ParseInt(n.EventTimeMillis, 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms).UTC(), true
+}
+
+// kind names the notification, as its event type.
+func (n notification) kind() string {
+	switch {
+	case n.SubscriptionNotification != nil:
+		return "subscription." + strconv.Itoa(n.SubscriptionNotification.NotificationType)
+	case n.VoidedPurchaseNotification != nil:
+		return "voided"
+	case n.OneTimeProductNotification != nil:
+		return "one_time_product"
+	case n.TestNotification != nil:
+		return "test"
+	}
+	return "unknown"
+}
+
+// parsed is a push decoded, and what Google's API said of its purchase when it was read.
+type parsed struct {
+	id           string
+	notification notification
+	purchase     *androidpublisher.SubscriptionPurchaseV2
+	read         time.Time // when purchase was read
+	unknown      bool      // Google does not know the purchase token
+}
+
+// decode reads a push body into its message id and notification.
+func decode(body []byte) (*parsed, error) {
+	var p push
+	if err := json.Unmarshal(body, &p); err != nil {
+		return nil, billing.BadJSON(errors.New(`the body is not a Pub/Sub push ({"message": {"data": …}})`))
+	}
+	var n notification
+	if err := json.Unmarshal(p.Message.Data, &n); err != nil || len(p.Message.Data) == 0 {
+		return nil, billing.BadJSON(errors.New("the message's data is not a developer notification"))
+	}
+	id, err := json.Marshal(p.Message.MessageID)
+	if err != nil {
+		return nil, billing.BadEventID(err)
+	}
+	messageID, err := billing.EventID(map[string]json.RawMessage{"messageId": id}, "messageId")
+	if err != nil {
+		return nil, billing.BadEventID(err)
+	}
+	return &parsed{id: messageID, notification: n}, nil
+}

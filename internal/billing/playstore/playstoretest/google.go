@@ -1,0 +1,198 @@
+// Package playstoretest is a local stand-in for the parts of Google that Google Play's
+// notifications involve: the keys of Pub/Sub push tokens, the OAuth token endpoint a
+// service account signs in at, and the Google Play Developer API's subscriptionsv2.get and
+// acknowledge. Tests point PLAY_PUSH_JWKS_URL, the key file's token_uri and PLAY_API_BASE
+// at it.
+package playstoretest
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"google.golang.org/api/androidpublisher/v3"
+)
+
+const accessToken = "fake-google-access-token"
+
+// Google is the stand-in, serving at URL.
+type Google struct {
+	URL       string
+	pushKey   *rsa.PrivateKey
+	accessKey *rsa.PrivateKey // the service account's
+	mu        sync.Mutex
+	purchases map[string]*androidpublisher.SubscriptionPurchaseV2
+	acks      map[string]int
+	reads     int
+	down      bool
+}
+
+// Start serves a stand-in until the test ends.
+func Start(t testing.TB) *Google {
+	t.Helper()
+	g := &Google{purchases: map[string]*androidpublisher.SubscriptionPurchaseV2{}, acks: map[string]int{}}
+	var err error
+	if g.pushKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
+		t.Fatal(err)
+	}
+	if g.accessKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /certs", g.certs)
+	mux.HandleFunc("POST /token", g.token)
+	mux.HandleFunc("GET /androidpublisher/v3/applications/{pkg}/purchases/subscriptionsv2/tokens/{token}", g.subscription)
+	mux.HandleFunc("POST /androidpublisher/v3/applications/{pkg}/purchases/subscriptions/{sub}/tokens/{action}", g.acknowledge)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	g.URL = srv.URL
+	return g
+}
+
+// JWKSURL serves the push tokens' keys.
+func (g *Google) JWKSURL() string { return g.URL + "/certs" }
+
+// ServiceAccountJSON is a service account key whose token_uri is the stand-in's.
+func (g *Google) ServiceAccountJSON() []byte {
+	der, _ := x509.MarshalPKCS8PrivateKey(g.accessKey)
+	key, _ := json.Marshal(map[string]string{
+		"type": "service_account", "project_id": "tollgate-test", "private_key_id": "sa-key-1",
+		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"client_email": "reader@tollgate-test.iam.gserviceaccount.com", "client_id": "1", "token_uri": g.URL + "/token",
+	})
+	return key
+}
+
+// PushToken is an OIDC token as Pub/Sub signs it, with claims (iss, aud, email, …);
+// signedBy, when not nil, signs it instead of Google's push key.
+func (g *Google) PushToken(claims jwt.MapClaims, signedBy *rsa.PrivateKey) string {
+	key := g.pushKey
+	if signedBy != nil {
+		key = signedBy
+	}
+	token := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
+	token.Header["kid"] = "push-key-1"
+	signed, _ := token.SignedString(key)
+	return signed
+}
+
+// SetPurchase makes Google know token's subscription purchase as p.
+func (g *Google) SetPurchase(token string, p *androidpublisher.SubscriptionPurchaseV2) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.purchases[token] = p
+}
+
+// SetDown makes the API answer 503 (true) or serve again.
+func (g *Google) SetDown(down bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.down = down
+}
+
+// Acks is how many times token's purchase was acknowledged.
+func (g *Google) Acks(token string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.acks[token]
+}
+
+func (g *Google) certs(w http.ResponseWriter, _ *http.Request) {
+	pub := g.pushKey.PublicKey
+	json.NewEncoder(w).Encode(map[string]any{"keys": []map[string]string{{
+		"kty": "RSA", "alg": "RS256", "use": "sig", "kid": "push-key-1",
+		"n": base64.RawURLEncoding.EncodeToString(pub.N.Bytes()),
+		"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(pub.E)).Bytes()),
+	}}})
+}
+
+// token grants an access token for an assertion the service account's key signed.
+func (g *Google) token(w http.ResponseWriter, r *http.Request) {
+	assertion := r.PostFormValue("assertion")
+	_, err := jwt.Parse(assertion, func(*jwt.Token) (any, error) { return &g.accessKey.PublicKey, nil }, jwt.WithValidMethods([]string{"RS256"}))
+	if r.PostFormValue("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" || err != nil {
+		http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"access_token": accessToken, "token_type": "Bearer", "expires_in": 3600})
+}
+
+// authorized answers 401 or 503 as Google would, and says whether to go on.
+func (g *Google) authorized(w http.ResponseWriter, r *http.Request) bool {
+	g.mu.Lock()
+	down := g.down
+	g.mu.Unlock()
+	switch {
+	case r.Header.Get("Authorization") != "Bearer "+accessToken:
+		apiError(w, http.StatusUnauthorized, "unauthenticated")
+	case down:
+		apiError(w, http.StatusServiceUnavailable, "backendError")
+	default:
+		return true
+	}
+	return false
+}
+
+func (g *Google) subscription(w http.ResponseWriter, r *http.Request) {
+	if !g.authorized(w, r) {
+		return
+	}
+	g.mu.Lock()
+	p, ok := g.purchases[r.PathValue("token")]
+	g.reads++
+	g.mu.Unlock()
+	if !ok {
+		apiError(w, http.StatusNotFound, "purchaseTokenNotFound")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(p)
+}
+
+func (g *Google) acknowledge(w http.ResponseWriter, r *http.Request) {
+	token, ok := strings.CutSuffix(r.PathValue("action"), ":acknowledge")
+	if !ok || !g.authorized(w, r) {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, known := g.purchases[token]
+	if !known {
+		apiError(w, http.StatusNotFound, "purchaseTokenNotFound")
+		return
+	}
+	g.acks[token]++
+	p.AcknowledgementState = "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func apiError(w http.ResponseWriter, code int, reason string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+		"code": code, "message": reason, "errors": []map[string]string{{"reason": reason, "message": reason}},
+	}})
+}
+
+// Push is the body Pub/Sub posts for notification (a DeveloperNotification).
+func Push(messageID string, notification any) []byte {
+	data, _ := json.Marshal(notification)
+	body, _ := json.Marshal(map[string]any{
+		"message": map[string]any{"data": base64.StdEncoding.EncodeToString(data), "messageId": messageID,
+			"publishTime": time.Now().UTC().Format(time.RFC3339Nano)},
+		"subscription": "projects/tollgate-test/subscriptions/play",
+	})
+	return body
+}

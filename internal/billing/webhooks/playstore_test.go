@@ -1,0 +1,190 @@
+package webhooks
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"google.golang.org/api/androidpublisher/v3"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/playstore"
+	"github.com/tollgate/tollgate/internal/billing/playstore/playstoretest"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+)
+
+const (
+	playPackage  = "com.example.app"
+	playAudience = "https://tollgate.example.test/billing/webhooks/playstore"
+	playPusher   = "pubsub-push@tollgate-test.iam.gserviceaccount.com"
+)
+
+// withPlayStore adds Google Play, reaching Google's stand-in g.
+func withPlayStore(t testing.TB, g *playstoretest.Google) harnessOption {
+	a, err := playstore.New(context.Background(), playstore.Config{
+		PackageName: playPackage, PushAudience: playAudience, PushServiceAccount: playPusher, PushJWKSURL: g.JWKSURL(),
+		ServiceAccountJSON: g.ServiceAccountJSON(), APIBase: g.URL + "/",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(o *options) { o.extra = append(o.extra, a) }
+}
+
+// pushClaims are a valid push token's claims at the harness's now.
+func pushClaims() jwt.MapClaims {
+	return jwt.MapClaims{"iss": "https://accounts.google.com", "aud": playAudience, "email": playPusher, "email_verified": true,
+		"sub": "1234", "iat": fixtureNow.Unix(), "exp": fixtureNow.Add(time.Hour).Unix()}
+}
+
+func (h *harness) sendPlay(g *playstoretest.Google, token string, body []byte) *httptest.ResponseRecorder {
+	h.t.Helper()
+	return h.post("/billing/webhooks/playstore", body, http.Header{"Authorization": {"Bearer " + token}})
+}
+
+// subscriptionPush is a subscription notification of type for purchaseToken.
+func subscriptionPush(messageID string, notificationType int, purchaseToken string) []byte {
+	return playstoretest.Push(messageID, map[string]any{
+		"version": "1.0", "packageName": playPackage, "eventTimeMillis": fmt.Sprint(fixtureNow.UnixMilli()),
+		"subscriptionNotification": map[string]any{"version": "1.0", "notificationType": notificationType,
+			"purchaseToken": purchaseToken, "subscriptionId": "com.example.app.pro.monthly"},
+	})
+}
+
+func playPurchase(state, user string, expiry time.Time, ack string) *androidpublisher.SubscriptionPurchaseV2 {
+	return &androidpublisher.SubscriptionPurchaseV2{
+		SubscriptionState: state, AcknowledgementState: ack, StartTime: fixtureNow.Add(-time.Hour).Format(time.RFC3339),
+		ExternalAccountIdentifiers: &androidpublisher.ExternalAccountIdentifiers{ObfuscatedExternalAccountId: user},
+		LineItems: []*androidpublisher.SubscriptionPurchaseLineItem{{ProductId: "com.example.app.pro.monthly", ExpiryTime: expiry.Format(time.RFC3339)}},
+	}
+}
+
+// Pushes whose token is not Google's for this push subscription are refused, and so is
+// another app's notification; nothing is stored for any of them.
+func TestPlayPushTokens(t *testing.T) {
+	g := playstoretest.Start(t)
+	h := newHarness(t, dbtest.SQLite(t), withPlayStore(t, g))
+	g.SetPurchase("tok-auth", playPurchase("SUBSCRIPTION_STATE_ACTIVE", "00000000-0000-4000-8000-000000000900", fixtureNow.Add(time.Hour), ""))
+	stranger, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(key string, value any) jwt.MapClaims {
+		c := pushClaims()
+		c[key] = value
+		return c
+	}
+	otherApp := playstoretest.Push("m-other", map[string]any{"packageName": "com.example.other", "eventTimeMillis": "1",
+		"subscriptionNotification": map[string]any{"notificationType": 4, "purchaseToken": "tok-auth"}})
+	for _, tc := range []struct {
+		name  string
+		token string
+		body  []byte
+	}{
+		{"another audience", g.PushToken(with("aud", "https://elsewhere.example"), nil), subscriptionPush("m1", 4, "tok-auth")},
+		{"another issuer", g.PushToken(with("iss", "https://evil.example"), nil), subscriptionPush("m1", 4, "tok-auth")},
+		{"another service account", g.PushToken(with("email", "someone@example.com"), nil), subscriptionPush("m1", 4, "tok-auth")},
+		{"an unverified email", g.PushToken(with("email_verified", false), nil), subscriptionPush("m1", 4, "tok-auth")},
+		{"expired", g.PushToken(with("exp", fixtureNow.Add(-time.Minute).Unix()), nil), subscriptionPush("m1", 4, "tok-auth")},
+		{"signed by a stranger", g.PushToken(pushClaims(), stranger), subscriptionPush("m1", 4, "tok-auth")},
+		{"no token", "", subscriptionPush("m1", 4, "tok-auth")},
+		{"another app", g.PushToken(pushClaims(), nil), otherApp},
+	} {
+		if rec := h.sendPlay(g, tc.token, tc.body); rec.Code != http.StatusUnauthorized {
+			t.Errorf("%s: %d, want 401", tc.name, rec.Code)
+		}
+	}
+	if n := h.countEvents(); n != 0 {
+		t.Fatalf("%d events stored by refused pushes", n)
+	}
+	if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), subscriptionPush("m1", 4, "tok-auth")); rec.Code != http.StatusOK {
+		t.Fatalf("Google's own push: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// Each state Google reports reaches the billing answer as the states table says
+// (docs/providers.md, "Google Play"); a revocation refunds.
+func TestPlayStatesReachTheAnswer(t *testing.T) {
+	ahead := fixtureNow.Add(30 * 24 * time.Hour)
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		g := playstoretest.Start(t)
+		h := newHarness(t, d, withPlayStore(t, g))
+		for i, tc := range []struct {
+			state string
+			want  string
+		}{
+			{"SUBSCRIPTION_STATE_ACTIVE", "true active pro " + stamp(ahead)},
+			{"SUBSCRIPTION_STATE_IN_GRACE_PERIOD", "true past_due pro " + stamp(ahead)},
+			{"SUBSCRIPTION_STATE_CANCELED", "true cancelled pro " + stamp(ahead)},
+			{"SUBSCRIPTION_STATE_ON_HOLD", "false past_due free"},
+			{"SUBSCRIPTION_STATE_PAUSED", "false past_due free"},
+			{"SUBSCRIPTION_STATE_PENDING", "false past_due free"},
+			{"SUBSCRIPTION_STATE_EXPIRED", "false expired free"},
+		} {
+			user := fmt.Sprintf("00000000-0000-4000-8000-%012d", 910+i)
+			token := fmt.Sprintf("tok-state-%d", i)
+			g.SetPurchase(token, playPurchase(tc.state, user, ahead, "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
+			if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), subscriptionPush("m-state-"+token, 2, token)); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeApplied {
+				t.Fatalf("%s: %d %q %s", tc.state, rec.Code, rec.Header().Get(HeaderOutcome), rec.Body)
+			}
+			if got := h.answer(t, user); !strings.HasPrefix(got, tc.want) {
+				t.Errorf("%s: %s, want %s…", tc.state, got, tc.want)
+			}
+		}
+		user := "00000000-0000-4000-8000-000000000950"
+		g.SetPurchase("tok-revoked", playPurchase("SUBSCRIPTION_STATE_ACTIVE", user, ahead, "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
+		h.sendPlay(g, g.PushToken(pushClaims(), nil), subscriptionPush("m-rev-1", 4, "tok-revoked"))
+		revocation := playstoretest.Push("m-rev-2", map[string]any{"packageName": playPackage, "eventTimeMillis": fmt.Sprint(fixtureNow.Add(time.Hour).UnixMilli()),
+			"subscriptionNotification": map[string]any{"notificationType": 12, "purchaseToken": "tok-revoked"}})
+		if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), revocation); rec.Code != http.StatusOK {
+			t.Fatalf("revocation: %d", rec.Code)
+		}
+		if got := h.answer(t, user); !strings.HasPrefix(got, "false refunded free") {
+			t.Fatalf("after the revocation: %s", got)
+		}
+	})
+}
+
+// Google down: 503 and nothing stored; once it is back, the retry applies. A purchase to
+// acknowledge is acknowledged once, however often it is delivered; a token Google does not
+// know is stored as unresolved; the test notification is stored and changes nothing.
+func TestPlayReadsAndAcknowledges(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		g := playstoretest.Start(t)
+		h := newHarness(t, d, withPlayStore(t, g))
+		user := "00000000-0000-4000-8000-000000000960"
+		g.SetPurchase("tok-ack", playPurchase("SUBSCRIPTION_STATE_ACTIVE", user, fixtureNow.Add(24*time.Hour), "ACKNOWLEDGEMENT_STATE_PENDING"))
+		push := subscriptionPush("m-ack", 4, "tok-ack")
+		g.SetDown(true)
+		if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), push); rec.Code != http.StatusServiceUnavailable || h.countEvents() != 0 {
+			t.Fatalf("Google down: %d with %d stored, want 503 and none", rec.Code, h.countEvents())
+		}
+		g.SetDown(false)
+		for i := range 3 {
+			if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), push); rec.Code != http.StatusOK {
+				t.Fatalf("delivery %d: %d %s", i, rec.Code, rec.Body)
+			}
+		}
+		if got := h.answer(t, user); !strings.HasPrefix(got, "true active pro") || g.Acks("tok-ack") != 1 {
+			t.Fatalf("after the deliveries: %s, acknowledged %d times, want once", got, g.Acks("tok-ack"))
+		}
+		if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), subscriptionPush("m-unknown", 4, "tok-nobody")); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeUnresolved {
+			t.Fatalf("an unknown token: %d %q", rec.Code, rec.Header().Get(HeaderOutcome))
+		}
+		test := playstoretest.Push("m-test", map[string]any{"packageName": playPackage, "eventTimeMillis": "1", "testNotification": map[string]any{"version": "1.0"}})
+		if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), test); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeIgnored {
+			t.Fatalf("the test notification: %d %q", rec.Code, rec.Header().Get(HeaderOutcome))
+		}
+		if n := h.countEvents(); n != 3 {
+			t.Fatalf("%d events stored, want 3", n)
+		}
+	})
+}
