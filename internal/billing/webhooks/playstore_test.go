@@ -63,7 +63,7 @@ func playPurchase(state, user string, expiry time.Time, ack string) *androidpubl
 	return &androidpublisher.SubscriptionPurchaseV2{
 		SubscriptionState: state, AcknowledgementState: ack, StartTime: fixtureNow.Add(-time.Hour).Format(time.RFC3339),
 		ExternalAccountIdentifiers: &androidpublisher.ExternalAccountIdentifiers{ObfuscatedExternalAccountId: user},
-		LineItems: []*androidpublisher.SubscriptionPurchaseLineItem{{ProductId: "com.example.app.pro.monthly", ExpiryTime: expiry.Format(time.RFC3339)}},
+		LineItems:                  []*androidpublisher.SubscriptionPurchaseLineItem{{ProductId: "com.example.app.pro.monthly", ExpiryTime: expiry.Format(time.RFC3339)}},
 	}
 }
 
