@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -10,8 +11,11 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/billing/playstore"
+	"github.com/tollgate/tollgate/internal/billing/playstore/playstoretest"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"google.golang.org/api/androidpublisher/v3"
 )
 
 const purchaseBundle = "com.example.app"
@@ -109,6 +113,52 @@ func TestAppStorePurchases(t *testing.T) {
 		body2, _ := json.Marshal(map[string]string{"store": "playstore", "purchase_token": "x", "product_id": "y"})
 		if rec := h.post("/api/v1/billing/purchases", owner, string(body2)); rec.Code != http.StatusUnprocessableEntity {
 			t.Fatalf("a store not configured: %d", rec.Code)
+		}
+	})
+}
+
+// A Play purchase the app reports is read from Google, linked to the caller, entitles at
+// once and is acknowledged once; another user cannot take it, and a token Google does not
+// know, or another product's, changes nothing.
+func TestPlayPurchases(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		g := playstoretest.Start(t)
+		store, err := playstore.New(context.Background(), playstore.Config{
+			PackageName: "com.example.app", PushAudience: "a", PushServiceAccount: "s", PushJWKSURL: g.JWKSURL(),
+			ServiceAccountJSON: g.ServiceAccountJSON(), APIBase: g.URL + "/",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := newHarness(t, harnessConfig{db: d, plans: checkoutPlans, adapters: []billing.Adapter{store}})
+		owner := h.key.mint(t, validClaims())
+		otherClaims := validClaims()
+		otherClaims["sub"] = "0b4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d"
+		other := h.key.mint(t, otherClaims)
+		g.SetPurchase("play-tok-1", &androidpublisher.SubscriptionPurchaseV2{
+			SubscriptionState: "SUBSCRIPTION_STATE_ACTIVE", AcknowledgementState: "ACKNOWLEDGEMENT_STATE_PENDING",
+			LineItems: []*androidpublisher.SubscriptionPurchaseLineItem{{ProductId: "com.example.team", ExpiryTime: time.Now().Add(30 * 24 * time.Hour).Format(time.RFC3339)}},
+		})
+		report := func(token, purchase, product string) (int, string) {
+			body, _ := json.Marshal(map[string]string{"store": "playstore", "purchase_token": purchase, "product_id": product})
+			rec := h.post("/api/v1/billing/purchases", token, string(body))
+			return rec.Code, rec.Body.String()
+		}
+		if code, body := report(owner, "play-tok-unknown", "com.example.team"); code != http.StatusUnprocessableEntity {
+			t.Fatalf("a token Google does not know: %d %s", code, body)
+		}
+		if code, body := report(owner, "play-tok-1", "com.example.other"); code != http.StatusUnprocessableEntity {
+			t.Fatalf("another product: %d %s", code, body)
+		}
+		code, body := report(owner, "play-tok-1", "com.example.team")
+		if code != http.StatusOK || !strings.Contains(body, `"provider":"playstore"`) || !strings.Contains(body, `"subscribed":true`) {
+			t.Fatalf("the owner's purchase: %d %s", code, body)
+		}
+		if code, body := report(other, "play-tok-1", "com.example.team"); code != http.StatusConflict {
+			t.Fatalf("another user: %d %s, want 409", code, body)
+		}
+		if code, _ := report(owner, "play-tok-1", "com.example.team"); code != http.StatusOK || g.Acks("play-tok-1") != 1 {
+			t.Fatalf("reported again: %d, acknowledged %d times, want once", code, g.Acks("play-tok-1"))
 		}
 	})
 }

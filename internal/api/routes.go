@@ -182,7 +182,8 @@ func (a *API) register(api huma.API) {
 		Method:      http.MethodPost,
 		Path:        "/api/v1/billing/purchases",
 		Summary:     "Report a purchase made in the app",
-		Description: "Verifies a purchase with its store (App Store: the signed transaction's chain and bundle), links it " +
+		Description: "Verifies a purchase with its store (App Store: the signed transaction's chain and bundle; Google Play: " +
+			"the purchase read from Google with its token and product), links it " +
 			"to the token's user, applies it in order with the store's notifications, and answers as /api/v1/me. " +
 			"409 when the purchase belongs to another user; 422 when it does not verify, its store is not configured, " +
 			"or its product is on no plan.",

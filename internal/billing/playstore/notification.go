@@ -23,13 +23,9 @@ type push struct {
 
 // notification is a DeveloperNotification.
 type notification struct {
-	PackageName              string `json:"packageName"`
-	EventTimeMillis          string `json:"eventTimeMillis"`
-	SubscriptionNotification *struct {
-		NotificationType int    `json:"notificationType"`
-		PurchaseToken    string `json:"purchaseToken"`
-		SubscriptionID   string `json:"subscriptionId"`
-	} `json:"subscriptionNotification"`
+	PackageName                string                    `json:"packageName"`
+	EventTimeMillis            string                    `json:"eventTimeMillis"`
+	SubscriptionNotification   *subscriptionNotification `json:"subscriptionNotification"`
 	OneTimeProductNotification *struct {
 		PurchaseToken string `json:"purchaseToken"`
 	} `json:"oneTimeProductNotification"`
@@ -37,6 +33,13 @@ type notification struct {
 		PurchaseToken string `json:"purchaseToken"`
 	} `json:"voidedPurchaseNotification"`
 	TestNotification *struct{} `json:"testNotification"`
+}
+
+// subscriptionNotification is a notification about a subscription purchase.
+type subscriptionNotification struct {
+	NotificationType int    `json:"notificationType"`
+	PurchaseToken    string `json:"purchaseToken"`
+	SubscriptionID   string `json:"subscriptionId"`
 }
 
 // subscriptionRevoked is the subscription notification type of a revoked subscription.
