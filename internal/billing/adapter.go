@@ -80,7 +80,14 @@ type Reading struct {
 	First   *Facts
 	// Decoded is the adapter's own reading, for Order and Apply.
 	Decoded any
+	// Replaces, when set, is a subscription of the same provider that this one replaces
+	// (an upgrade): it ends at At. Its adapter's Apply is asked for its state with a
+	// Reading of type ReplacedEventType.
+	Replaces string
 }
+
+// ReplacedEventType is the event type of a subscription's end by its replacement.
+const ReplacedEventType = "tollgate.replaced"
 
 // Payment is a paid period: paid through Through, at At. Payments combine as running
 // maxima, so they apply the same in any order.

@@ -72,7 +72,38 @@ func (p *Pipeline) apply(ctx context.Context, w *work, r billing.Reading, eventI
 		stored.State, stored.Decoded, stored.Customer = ps.State, decoded, r.Customer
 		stored.LastEventID, stored.LastEventType, stored.LastEventAt = eventID, r.Type, at
 	}
-	return p.materialise(ctx, w, ps.ID, stored, outcome)
+	outcome, err = p.materialise(ctx, w, ps.ID, stored, outcome)
+	if err != nil || r.Replaces == "" || r.Replaces == r.Subscription {
+		return outcome, err
+	}
+	return outcome, p.replace(ctx, w, r.Replaces, eventID, r.At)
+}
+
+// replace ends the subscription old, which the one just applied replaces (an upgrade), as
+// its adapter says it ends, so that the user keeps one live subscription, not two. One
+// tollgate has not heard of, or that ended so already, is left alone.
+func (p *Pipeline) replace(ctx context.Context, w *work, old, eventID string, at time.Time) error {
+	ps, err := p.lock(ctx, w, old)
+	if err != nil {
+		return err
+	}
+	stored := storedOf(ps)
+	if !stored.HasState() || stored.LastEventType == billing.ReplacedEventType {
+		return nil
+	}
+	state, decoded, err := w.adapter.Apply(billing.Reading{Subscription: old, Type: billing.ReplacedEventType, At: at}, stored)
+	if err != nil {
+		return err
+	}
+	ps.State = string(state)
+	ps.LastEventID, ps.LastEventType, ps.LastEventAt = nullString(eventID), nullString(billing.ReplacedEventType), nullTime(&at)
+	if err := p.save(ctx, w, ps); err != nil {
+		return err
+	}
+	stored.State, stored.Decoded = ps.State, decoded
+	stored.LastEventID, stored.LastEventType, stored.LastEventAt = eventID, billing.ReplacedEventType, at
+	_, err = p.materialise(ctx, w, ps.ID, stored, billing.OutcomeApplied)
+	return err
 }
 
 // applyPayment keeps a payment as running maxima of the paid period and the payment's

@@ -53,7 +53,7 @@ func (a *Adapter) Read(ev billing.Event, body []byte) (billing.Reading, error) {
 	}
 	return billing.Reading{
 		Subscription: n.SubscriptionNotification.PurchaseToken, Type: billing.SnapshotEventType, At: p.read, Snapshot: true,
-		Customer: customer, Decoded: p,
+		Customer: customer, Decoded: p, Replaces: p.purchase.LinkedPurchaseToken,
 	}, nil
 }
 
@@ -73,7 +73,7 @@ func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order 
 // (docs/providers.md, "Google Play").
 func (a *Adapter) Apply(r billing.Reading, stored billing.Stored) ([]byte, any, error) {
 	var next state
-	if r.Type == revoked {
+	if r.Type == revoked || r.Type == billing.ReplacedEventType {
 		if stored.HasState() {
 			if err := json.Unmarshal([]byte(stored.State), &next); err != nil {
 				return nil, nil, err
@@ -81,6 +81,9 @@ func (a *Adapter) Apply(r billing.Reading, stored billing.Stored) ([]byte, any, 
 		}
 		at := r.At
 		next.Status, next.PeriodEnd = billing.StatusRefunded, &at
+		if r.Type == billing.ReplacedEventType {
+			next.Status = billing.StatusExpired // replaced by an upgrade, not refunded
+		}
 	} else {
 		var err error
 		if next, err = fromPurchase(r.Decoded.(*parsed).purchase, r.At); err != nil {

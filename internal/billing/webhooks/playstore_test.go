@@ -188,3 +188,30 @@ func TestPlayReadsAndAcknowledges(t *testing.T) {
 		}
 	})
 }
+
+// An upgrade's purchase names the one it replaces (linkedPurchaseToken): that one ends, so
+// the user keeps one live subscription, not two.
+func TestPlayUpgradeEndsTheReplacedPurchase(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		g := playstoretest.Start(t)
+		h := newHarness(t, d, withPlayStore(t, g))
+		user := "00000000-0000-4000-8000-000000000970"
+		ahead := fixtureNow.Add(30 * 24 * time.Hour)
+		g.SetPurchase("tok-basic", playPurchase("SUBSCRIPTION_STATE_ACTIVE", user, ahead, "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
+		h.sendPlay(g, g.PushToken(pushClaims(), nil), subscriptionPush("m-basic", 4, "tok-basic"))
+		upgrade := playPurchase("SUBSCRIPTION_STATE_ACTIVE", user, ahead.Add(time.Hour), "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
+		upgrade.LinkedPurchaseToken = "tok-basic"
+		g.SetPurchase("tok-upgrade", upgrade)
+		h.setNow(fixtureNow.Add(time.Minute))
+		if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), subscriptionPush("m-upgrade", 4, "tok-upgrade")); rec.Code != http.StatusOK {
+			t.Fatalf("the upgrade: %d %s", rec.Code, rec.Body)
+		}
+		old, current := h.canonical(billing.ProviderPlayStore, "tok-basic"), h.canonical(billing.ProviderPlayStore, "tok-upgrade")
+		if old == nil || old.Status != billing.StatusExpired || current == nil || current.Status != billing.StatusActive {
+			t.Fatalf("after the upgrade: replaced %+v, current %+v", old, current)
+		}
+		if got := h.answer(t, user); got != "true active pro "+stamp(ahead.Add(time.Hour)) {
+			t.Fatalf("the answer: %s", got)
+		}
+	})
+}
