@@ -9,12 +9,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/adapty"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/billing/webhooks"
 )
@@ -22,7 +25,7 @@ import (
 func cmdWebhookSend(fs *flag.FlagSet) command {
 	var provider, file, url, header, user string
 	var now bool
-	fs.StringVar(&provider, "provider", "", "web or mobile (required)")
+	fs.StringVar(&provider, "provider", "", "web, mobile or appstore (required)")
 	fs.StringVar(&header, "header", "web", "web signature header: web (Web-Signature) or stripe (Stripe-Signature, as Stripe sends it)")
 	fs.StringVar(&file, "file", "", "path of the JSON event to send (required)")
 	fs.StringVar(&url, "url", "", "endpoint to POST to (default: PUBLIC_URL/BILLING_MOUNT/webhooks/PROVIDER)")
@@ -30,13 +33,14 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 	fs.BoolVar(&now, "now", false, "move the event's times so that it happens now (its period starts now), under a new event id")
 	return command{
 		help: "Signs (web) or authorises (mobile) a JSON event with the configured secret and POSTs it,\n" +
+			"or signs an App Store notification written decoded with a local test chain (appstore),\n" +
 			"as the providers' \"send test event\" buttons do, then says what became of it: applied (with\n" +
 			"the user's plan and status), duplicate, stale, ignored, unresolved or stored with an error.\n" +
 			"Exits non-zero unless the server answers 2xx.",
 		required: []string{"provider", "file"},
 		check: func([]string) error {
-			if provider != billing.ProviderWeb && provider != billing.ProviderMobile {
-				return fmt.Errorf("--provider: want web or mobile, got %q", provider)
+			if _, ok := testEvents[provider]; !ok {
+				return fmt.Errorf("--provider: want web, mobile or appstore, got %q", provider)
 			}
 			if _, ok := signatureHeaders[header]; !ok {
 				return fmt.Errorf("--header: want web or stripe, got %q", header)
@@ -65,22 +69,9 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 			if url == "" {
 				url = e.cfg.PublicURL + "/" + e.cfg.BillingMount + "/webhooks/" + provider
 			}
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+			req, err := signedRequest(ctx, e, provider, signatureHeader, url, body)
 			if err != nil {
 				return err
-			}
-			req.Header.Set("Content-Type", "application/json")
-			switch provider {
-			case billing.ProviderWeb:
-				if e.cfg.WebWebhookSecret == "" {
-					return errors.New("WEB_WEBHOOK_SECRET is not set")
-				}
-				req.Header.Set(signatureHeader, stripe.SignHeader(e.cfg.WebWebhookSecret, time.Now(), body))
-			case billing.ProviderMobile:
-				if e.cfg.MobileWebhookSecret == "" {
-					return errors.New("MOBILE_WEBHOOK_SECRET is not set")
-				}
-				req.Header.Set("Authorization", e.cfg.MobileWebhookSecret)
 			}
 			resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 			if err != nil {
@@ -97,6 +88,59 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 	}
 }
 
+// signedRequest is the POST of body to url as provider sends it: signed (web, the App
+// Store) or authorised (mobile) with what this configuration holds.
+func signedRequest(ctx context.Context, e env, provider, signatureHeader, url string, body []byte) (*http.Request, error) {
+	header := http.Header{"Content-Type": {"application/json"}}
+	switch provider {
+	case billing.ProviderWeb:
+		if e.cfg.WebWebhookSecret == "" {
+			return nil, errors.New("WEB_WEBHOOK_SECRET is not set")
+		}
+		header.Set(signatureHeader, stripe.SignHeader(e.cfg.WebWebhookSecret, time.Now(), body))
+	case billing.ProviderMobile:
+		if e.cfg.MobileWebhookSecret == "" {
+			return nil, errors.New("MOBILE_WEBHOOK_SECRET is not set")
+		}
+		header.Set("Authorization", e.cfg.MobileWebhookSecret)
+	case billing.ProviderAppStore:
+		signed, err := signAppStore(e, body)
+		if err != nil {
+			return nil, err
+		}
+		body = signed
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = header
+	return req, nil
+}
+
+// signAppStore signs a decoded App Store notification with the local test chain at
+// APPSTORE_TEST_CHAIN, made on first use, and says which roots the server must pin.
+func signAppStore(e env, body []byte) ([]byte, error) {
+	path := e.cfg.AppStore.TestChain
+	chain, err := appstoretest.Load(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if chain, err = appstoretest.New(appstoretest.Options{}); err == nil {
+			if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+				err = chain.Save(path)
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("APPSTORE_TEST_CHAIN: %w", err)
+	}
+	fmt.Fprintf(e.stderr, "signed with the App Store test chain %s: the server verifies it with APPSTORE_ROOT_CERTS=%s\n", path, appstoretest.RootPath(path))
+	var decoded map[string]any
+	if err := json.Unmarshal(body, &decoded); err != nil {
+		return nil, errors.New("the file is not a JSON object")
+	}
+	return chain.SignDecoded(decoded)
+}
+
 var signatureHeaders = map[string]string{"web": stripe.HeaderWebSignature, "stripe": stripe.HeaderStripeSignature}
 
 // testEvents are each provider's ways with a test event: whether a body looks like one of
@@ -106,8 +150,9 @@ var testEvents = map[string]struct {
 	forUser   func(body []byte, userID string) ([]byte, error)
 	moveToNow func(body []byte, now time.Time) ([]byte, error)
 }{
-	billing.ProviderWeb:    {stripe.LooksLike, stripe.ForUser, stripe.MoveToNow},
-	billing.ProviderMobile: {adapty.LooksLike, adapty.ForUser, adapty.MoveToNow},
+	billing.ProviderWeb:      {stripe.LooksLike, stripe.ForUser, stripe.MoveToNow},
+	billing.ProviderMobile:   {adapty.LooksLike, adapty.ForUser, adapty.MoveToNow},
+	billing.ProviderAppStore: {appstoretest.LooksLike, appstoretest.ForUser, appstoretest.MoveToNow},
 }
 
 // shapeOf says which provider's event a JSON body looks like, or "" when it cannot tell.
@@ -116,7 +161,7 @@ func shapeOf(body []byte) string {
 	if json.Unmarshal(body, &top) != nil {
 		return ""
 	}
-	for _, provider := range []string{billing.ProviderWeb, billing.ProviderMobile} {
+	for _, provider := range []string{billing.ProviderWeb, billing.ProviderMobile, billing.ProviderAppStore} {
 		if testEvents[provider].looksLike(top) {
 			return provider
 		}
@@ -124,7 +169,7 @@ func shapeOf(body []byte) string {
 	return ""
 }
 
-var providerBrand = map[string]string{billing.ProviderWeb: "Stripe-shaped", billing.ProviderMobile: "Adapty-shaped"}
+var providerBrand = map[string]string{billing.ProviderWeb: "Stripe-shaped", billing.ProviderMobile: "Adapty-shaped", billing.ProviderAppStore: "App Store, written decoded"}
 
 // outcomeMeaning says in words what each webhook outcome means for the sender.
 var outcomeMeaning = map[string]string{

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
 )
 
 // "webhook send" says what became of the event; with --now the README's worked example
@@ -98,5 +100,35 @@ func TestWebhookSendForAUserOnTheDevelopmentPort(t *testing.T) {
 	code, out, errOut = runCmd(ctx, env, "webhook", "send", "--provider", "web", "--file", file)
 	if code != 0 || strings.Contains(out, "expired until") || !strings.Contains(out, "expired period ended ") {
 		t.Fatalf("an ended subscription: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// An App Store notification written decoded is signed with the local test chain the server
+// pins, and applied.
+func TestWebhookSendAppStore(t *testing.T) {
+	ctx := context.Background()
+	chainPath := filepath.Join(t.TempDir(), "chain.pem")
+	chain, err := appstoretest.New(appstoretest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chain.Save(chainPath); err != nil {
+		t.Fatal(err)
+	}
+	env := testEnv(t, map[string]string{
+		"APPSTORE_BUNDLE_ID": "com.example.app", "APPSTORE_ROOT_CERTS": appstoretest.RootPath(chainPath), "APPSTORE_TEST_CHAIN": chainPath,
+	})
+	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
+		t.Fatalf("plans sync: %s", errOut)
+	}
+	startServe(t, env)
+	const file = "../billing/testdata/appstore/subscribed.json"
+	code, out, errOut := runCmd(ctx, env, "webhook", "send", "--provider", "appstore", "--file", file, "--now")
+	if want := `outcome: applied\nuser 5a4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d: plan pro, active until \S+\n$`; code != 0 || !regexp.MustCompile(want).MatchString(out) ||
+		!strings.Contains(errOut, "APPSTORE_ROOT_CERTS="+appstoretest.RootPath(chainPath)) {
+		t.Fatalf("webhook send --provider appstore: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCmd(ctx, env, "webhook", "send", "--provider", "web", "--file", file); code == 0 || !strings.Contains(errOut, "--provider appstore") {
+		t.Fatalf("an App Store file sent as web: exit %d %q", code, errOut)
 	}
 }

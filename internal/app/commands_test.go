@@ -25,7 +25,7 @@ func TestCommandLinesThatCannotRunAreUsageErrors(t *testing.T) {
 		{[]string{"dev", "token"}, "dev token: --email is required"},
 		{[]string{"webhook", "send", "--provider", "web"}, "webhook send: --file is required"},
 		{[]string{"webhook", "send", "--file", "x.json"}, "webhook send: --provider is required"},
-		{[]string{"webhook", "send", "--provider", "card", "--file", "x.json"}, `webhook send: --provider: want web or mobile, got "card"`},
+		{[]string{"webhook", "send", "--provider", "card", "--file", "x.json"}, `webhook send: --provider: want web, mobile or appstore, got "card"`},
 		{[]string{"webhook", "send", "--provider", "web", "--file", "x.json", "--header", "x"}, `webhook send: --header: want web or stripe, got "x"`},
 		{[]string{"events", "replay", "--provider", "card"}, `events replay: --provider: want web, mobile, appstore or playstore, got "card"`},
 		{[]string{"events", "replay", "--since", "yesterday"}, "events replay: --since: want an RFC 3339 time"},

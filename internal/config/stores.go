@@ -15,10 +15,14 @@ type AppStore struct {
 	RootCerts string
 	// Environments (APPSTORE_ENVIRONMENTS) are those whose notifications are applied.
 	Environments []string
+	// TestChain (APPSTORE_TEST_CHAIN) is where `webhook send --provider appstore` keeps the
+	// local chain it signs with.
+	TestChain string
 }
 
 func loadAppStore(get func(name, def string) string, fail func(name, format string, args ...any)) AppStore {
-	s := AppStore{BundleID: get("APPSTORE_BUNDLE_ID", ""), RootCerts: get("APPSTORE_ROOT_CERTS", "")}
+	s := AppStore{BundleID: get("APPSTORE_BUNDLE_ID", ""), RootCerts: get("APPSTORE_ROOT_CERTS", ""),
+		TestChain: get("APPSTORE_TEST_CHAIN", ".tollgate/appstore-test-chain.pem")}
 	for _, env := range splitList(get("APPSTORE_ENVIRONMENTS", "Production")) {
 		if !slices.Contains([]string{"Production", "Sandbox"}, env) { // where notifications come from
 			fail("APPSTORE_ENVIRONMENTS", "want Production, Sandbox or both (comma-separated), got %q", env)

@@ -1,0 +1,87 @@
+package appstoretest
+
+// Test notifications written decoded, as `tollgate webhook send --provider appstore` reads
+// them: how to tell one, and the edits --user and --now make before it is signed.
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// LooksLike says whether a JSON object looks like a decoded App Store notification.
+func LooksLike(top map[string]json.RawMessage) bool {
+	return len(top["notificationType"]) > 0 && len(top["notificationUUID"]) > 0
+}
+
+func decodeEditable(body []byte) (map[string]any, error) {
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.UseNumber()
+	var top map[string]any
+	if err := dec.Decode(&top); err != nil {
+		return nil, errors.New("the file is not a JSON object")
+	}
+	return top, nil
+}
+
+// ForUser makes the notification's transaction name userID as its appAccountToken.
+func ForUser(body []byte, userID string) ([]byte, error) {
+	top, err := decodeEditable(body)
+	if err != nil {
+		return nil, err
+	}
+	data, _ := top["data"].(map[string]any)
+	tx, _ := data["signedTransactionInfo"].(map[string]any)
+	if tx == nil {
+		return nil, errors.New("only a notification with a transaction (data.signedTransactionInfo) names a user")
+	}
+	tx["appAccountToken"] = userID
+	return json.MarshalIndent(top, "", "  ")
+}
+
+// MoveToNow shifts every date in the notification (milliseconds, in fields named …Date) by
+// the same amount, so that it is signed now, and gives it a new notificationUUID, so that
+// it is a new delivery.
+func MoveToNow(body []byte, now time.Time) ([]byte, error) {
+	top, err := decodeEditable(body)
+	if err != nil {
+		return nil, err
+	}
+	signed, ok := top["signedDate"].(json.Number)
+	ms, err := signed.Int64()
+	if !ok || err != nil {
+		return nil, errors.New(`an App Store notification needs its "signedDate"`)
+	}
+	shift(top, now.UnixMilli()-ms)
+	top["notificationUUID"] = newUUID()
+	return json.MarshalIndent(top, "", "  ")
+}
+
+func shift(v any, delta int64) {
+	switch v := v.(type) {
+	case map[string]any:
+		for key, child := range v {
+			if n, ok := child.(json.Number); ok && strings.HasSuffix(key, "Date") {
+				if ms, err := n.Int64(); err == nil && ms > 1e12 {
+					v[key] = json.Number(fmt.Sprint(ms + delta))
+				}
+				continue
+			}
+			shift(child, delta)
+		}
+	case []any:
+		for _, child := range v {
+			shift(child, delta)
+		}
+	}
+}
+
+func newUUID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
