@@ -93,20 +93,20 @@ func (a *Adapter) Fetch(ctx context.Context, ev billing.Event, body []byte, now 
 			return ev, err
 		}
 	}
-	sub := p.notification.SubscriptionNotification
-	if sub == nil {
-		ev.Decoded = p
-		return ev, nil
+	var err error
+	switch n := p.notification; {
+	case n.SubscriptionNotification != nil && n.SubscriptionNotification.NotificationType != subscriptionRevoked:
+		p.purchase, err = a.api.subscription(ctx, n.SubscriptionNotification.PurchaseToken)
+	case n.OneTimeProductNotification != nil:
+		p.product, err = a.api.product(ctx, n.OneTimeProductNotification.Sku, n.OneTimeProductNotification.PurchaseToken)
 	}
-	purchase, err := a.api.subscription(ctx, sub.PurchaseToken)
 	switch {
 	case errors.Is(err, errUnknownToken):
 		p.unknown = true
 	case err != nil:
 		return ev, err
-	default:
-		p.purchase, p.read = purchase, now.UTC().Truncate(time.Millisecond)
 	}
+	p.read = now.UTC().Truncate(time.Millisecond)
 	ev.Decoded = p
 	return ev, nil
 }
@@ -116,8 +116,16 @@ func (a *Adapter) Fetch(ctx context.Context, ev billing.Event, body []byte, now 
 // delivers again and the acknowledgement is tried again; one already made is not repeated.
 func (a *Adapter) Committed(ctx context.Context, ev billing.Event, outcome string) error {
 	p, _ := ev.Decoded.(*parsed)
-	if p == nil || p.purchase == nil || p.purchase.AcknowledgementState != "ACKNOWLEDGEMENT_STATE_PENDING" ||
-		outcome == billing.OutcomeUnresolved || outcome == billing.OutcomeInvalid { // a purchase no user has is not kept
+	if p == nil || outcome == billing.OutcomeUnresolved || outcome == billing.OutcomeInvalid { // a purchase no user has is not kept
+		return nil
+	}
+	if one := p.notification.OneTimeProductNotification; one != nil && p.product != nil && p.product.PurchaseState == 0 && p.product.AcknowledgementState == 0 {
+		if err := a.api.acknowledgeProduct(ctx, one.Sku, one.PurchaseToken); err != nil {
+			return fmt.Errorf("acknowledging the purchase: %w", err)
+		}
+		return nil
+	}
+	if p.purchase == nil || p.purchase.AcknowledgementState != "ACKNOWLEDGEMENT_STATE_PENDING" {
 		return nil
 	}
 	product := ""

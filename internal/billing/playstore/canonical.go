@@ -38,6 +38,8 @@ func (a *Adapter) Read(ev billing.Event, body []byte) (billing.Reading, error) {
 		return billing.Reading{Ignore: "play test notification"}, nil
 	case n.VoidedPurchaseNotification != nil && dated:
 		return billing.Reading{Subscription: n.VoidedPurchaseNotification.PurchaseToken, Type: revoked, At: at}, nil
+	case n.OneTimeProductNotification != nil:
+		return readProduct(p)
 	case n.SubscriptionNotification == nil:
 		return billing.Reading{Ignore: "play notification kind ignored"}, nil
 	case n.SubscriptionNotification.NotificationType == subscriptionRevoked && dated:
@@ -54,6 +56,22 @@ func (a *Adapter) Read(ev billing.Event, body []byte) (billing.Reading, error) {
 	return billing.Reading{
 		Subscription: n.SubscriptionNotification.PurchaseToken, Type: billing.SnapshotEventType, At: p.read, Snapshot: true,
 		Customer: customer, Decoded: p, Replaces: p.purchase.LinkedPurchaseToken,
+	}, nil
+}
+
+// readProduct reads a one-time product's purchase, as read from Google, as a purchase for
+// good (as the mobile provider's non-subscription purchases are).
+func readProduct(p *parsed) (billing.Reading, error) {
+	one := p.notification.OneTimeProductNotification
+	switch {
+	case p.unknown:
+		return billing.Reading{}, billing.NewUnresolved("purchase token unknown to Google", "product_id", one.Sku)
+	case p.product == nil:
+		return billing.Reading{}, billing.Invalidf("play notification %s: the purchase was not read from Google", p.id)
+	}
+	return billing.Reading{
+		Subscription: one.PurchaseToken, Type: billing.SnapshotEventType, At: p.read, Snapshot: true,
+		Customer: p.product.ObfuscatedExternalAccountId, Decoded: p,
 	}, nil
 }
 
@@ -84,9 +102,11 @@ func (a *Adapter) Apply(r billing.Reading, stored billing.Stored) ([]byte, any, 
 		if r.Type == billing.ReplacedEventType {
 			next.Status = billing.StatusExpired // replaced by an upgrade, not refunded
 		}
+	} else if p := r.Decoded.(*parsed); p.product != nil {
+		next = fromProduct(p.product, p.notification.OneTimeProductNotification.Sku, r.At)
 	} else {
 		var err error
-		if next, err = fromPurchase(r.Decoded.(*parsed).purchase, r.At); err != nil {
+		if next, err = fromPurchase(p.purchase, r.At); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -130,6 +150,21 @@ func fromPurchase(p *androidpublisher.SubscriptionPurchaseV2, at time.Time) (sta
 		return s, billing.Invalidf("play purchase in state %q", p.SubscriptionState)
 	}
 	return s, nil
+}
+
+// fromProduct maps a one-time product's purchase, read at at: purchased is for good,
+// cancelled is refunded, pending entitles to nothing yet.
+func fromProduct(p *androidpublisher.ProductPurchase, sku string, at time.Time) state {
+	s := state{ProductID: sku, User: p.ObfuscatedExternalAccountId}
+	switch p.PurchaseState {
+	case 0:
+		s.Status = billing.StatusActive // no period end: it is for good
+	case 1:
+		s.Status, s.PeriodEnd = billing.StatusRefunded, &at
+	default:
+		s.Status, s.PeriodEnd = billing.StatusPastDue, &at
+	}
+	return s
 }
 
 // Facts: the user is the purchase's obfuscatedExternalAccountId; the product maps through

@@ -50,6 +50,26 @@ func (a *api) subscription(ctx context.Context, token string) (*androidpublisher
 	return purchase, err
 }
 
+// product reads a one-time product's purchase (purchases.products.get).
+func (a *api) product(ctx context.Context, sku, token string) (*androidpublisher.ProductPurchase, error) {
+	purchase, err := a.service.Purchases.Products.Get(a.packageName, sku, token).Context(ctx).Do()
+	var apiErr *googleapi.Error
+	if errors.As(err, &apiErr) && (apiErr.Code == http.StatusNotFound || apiErr.Code == http.StatusGone) {
+		return nil, errUnknownToken
+	}
+	return purchase, err
+}
+
+// acknowledgeProduct acknowledges a one-time product's purchase.
+func (a *api) acknowledgeProduct(ctx context.Context, sku, token string) error {
+	err := a.service.Purchases.Products.Acknowledge(a.packageName, sku, token, &androidpublisher.ProductPurchasesAcknowledgeRequest{}).Context(ctx).Do()
+	var apiErr *googleapi.Error
+	if errors.As(err, &apiErr) && apiErr.Code == http.StatusBadRequest && len(apiErr.Errors) > 0 && apiErr.Errors[0].Reason == "alreadyAcknowledged" {
+		return nil
+	}
+	return err
+}
+
 // acknowledge acknowledges a subscription purchase; one already acknowledged is done.
 func (a *api) acknowledge(ctx context.Context, product, token string) error {
 	err := a.service.Purchases.Subscriptions.Acknowledge(a.packageName, product, token, &androidpublisher.SubscriptionPurchasesAcknowledgeRequest{}).Context(ctx).Do()

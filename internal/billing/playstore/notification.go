@@ -28,6 +28,7 @@ type notification struct {
 	SubscriptionNotification   *subscriptionNotification `json:"subscriptionNotification"`
 	OneTimeProductNotification *struct {
 		PurchaseToken string `json:"purchaseToken"`
+		Sku           string `json:"sku"`
 	} `json:"oneTimeProductNotification"`
 	VoidedPurchaseNotification *struct {
 		PurchaseToken string `json:"purchaseToken"`
@@ -74,8 +75,9 @@ type parsed struct {
 	id           string
 	notification notification
 	purchase     *androidpublisher.SubscriptionPurchaseV2
-	read         time.Time // when purchase was read
-	unknown      bool      // Google does not know the purchase token
+	product      *androidpublisher.ProductPurchase // a one-time product's purchase
+	read         time.Time                         // when purchase or product was read
+	unknown      bool                              // Google does not know the purchase token
 }
 
 // decode reads a push body into its message id and notification.

@@ -215,3 +215,34 @@ func TestPlayUpgradeEndsTheReplacedPurchase(t *testing.T) {
 		}
 	})
 }
+
+// A one-time product is read from Google and entitles for good, as the mobile provider's
+// non-subscription purchases do; it is acknowledged once, and a cancelled one refunds.
+func TestPlayOneTimeProducts(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		g := playstoretest.Start(t)
+		h := newHarness(t, d, withPlayStore(t, g))
+		user := "00000000-0000-4000-8000-000000000980"
+		g.SetProduct("tok-lifetime", &androidpublisher.ProductPurchase{PurchaseState: 0, AcknowledgementState: 0, ObfuscatedExternalAccountId: user})
+		push := playstoretest.Push("m-life", map[string]any{"packageName": playPackage, "eventTimeMillis": fmt.Sprint(fixtureNow.UnixMilli()),
+			"oneTimeProductNotification": map[string]any{"notificationType": 1, "purchaseToken": "tok-lifetime", "sku": "pro_subscription"}})
+		for range 2 {
+			if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), push); rec.Code != http.StatusOK {
+				t.Fatalf("one-time product: %d %s", rec.Code, rec.Body)
+			}
+		}
+		if got := h.answer(t, user); got != "true active pro none" || g.Acks("tok-lifetime") != 1 {
+			t.Fatalf("after the purchase: %s, acknowledged %d times", got, g.Acks("tok-lifetime"))
+		}
+		g.SetProduct("tok-lifetime", &androidpublisher.ProductPurchase{PurchaseState: 1, AcknowledgementState: 1, ObfuscatedExternalAccountId: user})
+		h.setNow(fixtureNow.Add(time.Minute))
+		cancelled := playstoretest.Push("m-life-2", map[string]any{"packageName": playPackage, "eventTimeMillis": fmt.Sprint(fixtureNow.Add(time.Minute).UnixMilli()),
+			"oneTimeProductNotification": map[string]any{"notificationType": 2, "purchaseToken": "tok-lifetime", "sku": "pro_subscription"}})
+		if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), cancelled); rec.Code != http.StatusOK {
+			t.Fatalf("cancelled: %d", rec.Code)
+		}
+		if got := h.answer(t, user); !strings.HasPrefix(got, "false refunded free") {
+			t.Fatalf("after the cancellation: %s", got)
+		}
+	})
+}

@@ -33,6 +33,7 @@ type Google struct {
 	accessKey *rsa.PrivateKey // the service account's
 	mu        sync.Mutex
 	purchases map[string]*androidpublisher.SubscriptionPurchaseV2
+	products  map[string]*androidpublisher.ProductPurchase
 	acks      map[string]int
 	reads     int
 	down      bool
@@ -41,7 +42,7 @@ type Google struct {
 // Start serves a stand-in until the test ends.
 func Start(t testing.TB) *Google {
 	t.Helper()
-	g := &Google{purchases: map[string]*androidpublisher.SubscriptionPurchaseV2{}, acks: map[string]int{}}
+	g := &Google{purchases: map[string]*androidpublisher.SubscriptionPurchaseV2{}, products: map[string]*androidpublisher.ProductPurchase{}, acks: map[string]int{}}
 	var err error
 	if g.pushKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
 		t.Fatal(err)
@@ -54,6 +55,8 @@ func Start(t testing.TB) *Google {
 	mux.HandleFunc("POST /token", g.token)
 	mux.HandleFunc("GET /androidpublisher/v3/applications/{pkg}/purchases/subscriptionsv2/tokens/{token}", g.subscription)
 	mux.HandleFunc("POST /androidpublisher/v3/applications/{pkg}/purchases/subscriptions/{sub}/tokens/{action}", g.acknowledge)
+	mux.HandleFunc("GET /androidpublisher/v3/applications/{pkg}/purchases/products/{sku}/tokens/{token}", g.product)
+	mux.HandleFunc("POST /androidpublisher/v3/applications/{pkg}/purchases/products/{sku}/tokens/{action}", g.acknowledgeProduct)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	g.URL = srv.URL
@@ -92,6 +95,13 @@ func (g *Google) SetPurchase(token string, p *androidpublisher.SubscriptionPurch
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.purchases[token] = p
+}
+
+// SetProduct makes Google know token's one-time product purchase as p.
+func (g *Google) SetProduct(token string, p *androidpublisher.ProductPurchase) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.products[token] = p
 }
 
 // SetDown makes the API answer 503 (true) or serve again.
@@ -175,6 +185,38 @@ func (g *Google) acknowledge(w http.ResponseWriter, r *http.Request) {
 	}
 	g.acks[token]++
 	p.AcknowledgementState = "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (g *Google) product(w http.ResponseWriter, r *http.Request) {
+	if !g.authorized(w, r) {
+		return
+	}
+	g.mu.Lock()
+	p, ok := g.products[r.PathValue("token")]
+	g.mu.Unlock()
+	if !ok {
+		apiError(w, http.StatusNotFound, "purchaseTokenNotFound")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(p)
+}
+
+func (g *Google) acknowledgeProduct(w http.ResponseWriter, r *http.Request) {
+	token, ok := strings.CutSuffix(r.PathValue("action"), ":acknowledge")
+	if !ok || !g.authorized(w, r) {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, known := g.products[token]
+	if !known {
+		apiError(w, http.StatusNotFound, "purchaseTokenNotFound")
+		return
+	}
+	g.acks[token]++
+	p.AcknowledgementState = 1
 	w.WriteHeader(http.StatusNoContent)
 }
 
