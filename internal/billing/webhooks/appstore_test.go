@@ -198,3 +198,36 @@ func TestAppStoreOrderAndDuplicates(t *testing.T) {
 		}
 	})
 }
+
+// Forged notifications are refused through the route, and nothing of them is stored.
+func TestAppStoreForgeriesStoreNothing(t *testing.T) {
+	chain := newChain(t)
+	h := newHarness(t, dbtest.SQLite(t), withAppStore(t, chain))
+	reissue := func(opts appstoretest.Options) *appstoretest.Chain {
+		c, err := chain.Reissue(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	signed := fixtureNow.Add(-time.Minute)
+	n := appStoreNotification("as-forged", "SUBSCRIBED", "", "8001", "00000000-0000-4000-8000-000000000990", signed, fixtureNow.Add(time.Hour))
+	otherApp := n
+	otherApp.BundleID = "com.example.other"
+	for name, c := range map[string]*appstoretest.Chain{
+		"a chain to another root":       newChain(t),
+		"a leaf without the marker":     reissue(appstoretest.Options{NoLeafMarker: true}),
+		"an intermediate without it":    reissue(appstoretest.Options{NoIntermediateMarker: true}),
+		"a leaf expired when it signed": reissue(appstoretest.Options{LeafNotAfter: signed.Add(-time.Hour)}),
+	} {
+		if rec := h.sendAppStore(c, n); rec.Code != http.StatusUnauthorized {
+			t.Errorf("%s: %d, want 401", name, rec.Code)
+		}
+	}
+	if rec := h.sendAppStore(chain, otherApp); rec.Code != http.StatusUnauthorized {
+		t.Errorf("another app's: %d, want 401", rec.Code)
+	}
+	if got := h.countEvents(); got != 0 {
+		t.Fatalf("%d events stored from forgeries", got)
+	}
+}
