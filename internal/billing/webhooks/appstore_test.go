@@ -84,6 +84,7 @@ func TestAppStoreStatesReachTheAnswer(t *testing.T) {
 			{"GRACE_PERIOD_EXPIRED", "", nil, "false expired free " + stamp(fixtureNow.Add(-time.Minute))},
 			{"REFUND", "", nil, "false refunded free " + stamp(fixtureNow.Add(-time.Minute))},
 			{"REVOKE", "", nil, "false refunded free " + stamp(fixtureNow.Add(-time.Minute))},
+			{"ONE_TIME_CHARGE", "", func(n *appstoretest.Notification) { n.Transaction.Expires = time.Time{} }, "true active pro none"},
 		} {
 			name := tc.typ + "/" + tc.subtype
 			user := fmt.Sprintf("00000000-0000-4000-8000-%012d", 700+i)
