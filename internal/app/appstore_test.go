@@ -18,7 +18,8 @@ import (
 )
 
 // The App Store's route exists only with APPSTORE_BUNDLE_ID, verifies against the roots
-// APPSTORE_ROOT_CERTS names, and a root file that cannot be read stops the server.
+// APPSTORE_ROOT_CERTS names, and a root file (or Google Play's key file) that cannot be
+// read stops the server.
 func TestAppStoreIsConfigured(t *testing.T) {
 	chain, err := appstoretest.New(appstoretest.Options{})
 	if err != nil {
@@ -73,5 +74,10 @@ func TestAppStoreIsConfigured(t *testing.T) {
 	}
 	if _, err := server(map[string]string{"APPSTORE_BUNDLE_ID": "com.example.app", "APPSTORE_ROOT_CERTS": roots + ".missing"}); err == nil || !strings.Contains(err.Error(), "APPSTORE_ROOT_CERTS") {
 		t.Fatalf("an unreadable root file: %v, want an error naming APPSTORE_ROOT_CERTS", err)
+	}
+	play := map[string]string{"PLAY_PACKAGE_NAME": "com.example.app", "PLAY_PUSH_AUDIENCE": "a", "PLAY_PUSH_SERVICE_ACCOUNT": "s",
+		"PLAY_SERVICE_ACCOUNT_JSON": roots + ".missing"}
+	if _, err := server(play); err == nil || !strings.Contains(err.Error(), "PLAY_SERVICE_ACCOUNT_JSON") {
+		t.Fatalf("an unreadable Play key file: %v, want an error naming PLAY_SERVICE_ACCOUNT_JSON", err)
 	}
 }

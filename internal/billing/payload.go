@@ -61,15 +61,21 @@ func EventID(top map[string]json.RawMessage, field string) (string, error) {
 	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) || json.Unmarshal(raw, &id) != nil {
 		return "", fmt.Errorf("the event's %q is not a JSON string", field)
 	}
+	return id, CheckEventID(field, id)
+}
+
+// CheckEventID holds an event id, read from field, to the rules EventID states: not blank,
+// at most MaxEventIDLen bytes, without control characters or U+FFFD.
+func CheckEventID(field, id string) error {
 	switch {
 	case strings.TrimSpace(id) == "":
-		return "", fmt.Errorf("the event's %q is empty", field)
+		return fmt.Errorf("the event's %q is empty", field)
 	case len(id) > MaxEventIDLen:
-		return "", fmt.Errorf("the event's %q is longer than %d bytes", field, MaxEventIDLen)
+		return fmt.Errorf("the event's %q is longer than %d bytes", field, MaxEventIDLen)
 	case strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }):
-		return "", fmt.Errorf("the event's %q holds a control character or an invalid one", field)
+		return fmt.Errorf("the event's %q holds a control character or an invalid one", field)
 	}
-	return id, nil
+	return nil
 }
 
 // ErrNotUTF8: a body that is not UTF-8 is not JSON.

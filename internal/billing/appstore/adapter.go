@@ -136,13 +136,8 @@ func (a *Adapter) Parse(body []byte) (billing.Event, error) {
 	if _, env := p.notification.bundleAndEnvironment(); !slices.Contains(a.environments, env) {
 		return billing.Event{Answer: &billing.Answer{Outcome: "environment_filtered", Log: "App Store notification from an environment not applied here (APPSTORE_ENVIRONMENTS)"}}, nil
 	}
-	id, err := json.Marshal(p.notification.NotificationUUID)
-	if err != nil {
+	if err := billing.CheckEventID("notificationUUID", p.notification.NotificationUUID); err != nil {
 		return billing.Event{}, billing.BadEventID(err)
 	}
-	uuid, err := billing.EventID(map[string]json.RawMessage{"notificationUUID": id}, "notificationUUID")
-	if err != nil {
-		return billing.Event{}, billing.BadEventID(err)
-	}
-	return billing.Event{ID: uuid, Type: p.notification.NotificationType, Decoded: p}, nil
+	return billing.Event{ID: p.notification.NotificationUUID, Type: p.notification.NotificationType, Decoded: p}, nil
 }

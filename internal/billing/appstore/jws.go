@@ -1,7 +1,6 @@
 package appstore
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/sha256"
@@ -177,11 +176,7 @@ func verifySignature(leaf *x509.Certificate, signingInput, signature string) err
 // decodeSegment decodes a base64url JSON segment of a JWS.
 func decodeSegment(segment string, into any) error {
 	raw, err := base64.RawURLEncoding.DecodeString(segment)
-	if err != nil {
-		return errNotJWS
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(into); err != nil {
+	if err != nil || json.Unmarshal(raw, into) != nil {
 		return errNotJWS
 	}
 	return nil

@@ -51,7 +51,7 @@ func (p *Pipeline) Claim(ctx context.Context, provider string, proof billing.Pro
 	if c, ok := a.(billing.Committer); ok {
 		ev := billing.Event{ID: eventID, Type: r.Type, Decoded: r.Decoded}
 		if err := c.Committed(ctx, ev, billing.OutcomeApplied); err != nil {
-			return &FetchError{Err: err} // applied; reporting it again tries the action again
+			return &RetryError{Err: err} // applied; reporting it again tries the action again
 		}
 	}
 	return nil

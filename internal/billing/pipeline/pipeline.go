@@ -126,8 +126,8 @@ type Processed struct {
 
 // Ingest stores one verified event and processes it in a single transaction, so an event
 // is either recorded and processed or, on any database failure, not there at all. An
-// adapter's network step runs before the transaction (its failure is returned, wrapped
-// in ErrFetch), its post-commit action after.
+// adapter's network step runs before the transaction and its post-commit action after;
+// the failure of either is returned as a *RetryError.
 func (p *Pipeline) Ingest(ctx context.Context, provider string, ev billing.Event, body []byte) (Processed, error) {
 	a, ok := p.adapters[provider]
 	if !ok {
@@ -136,7 +136,7 @@ func (p *Pipeline) Ingest(ctx context.Context, provider string, ev billing.Event
 	if f, ok := a.(billing.Fetcher); ok {
 		var err error
 		if ev, err = f.Fetch(ctx, ev, body, p.now()); err != nil {
-			return Processed{}, &FetchError{Err: err}
+			return Processed{}, &RetryError{Err: err}
 		}
 	}
 	var done Processed
@@ -160,18 +160,18 @@ func (p *Pipeline) Ingest(ctx context.Context, provider string, ev billing.Event
 		if err := c.Committed(ctx, ev, done.Outcome); err != nil {
 			// The event stays applied; a failure answers 503 so that the provider delivers it
 			// again and the action is tried again (applying it again changes nothing).
-			return done, &FetchError{Err: err}
+			return done, &RetryError{Err: err}
 		}
 	}
 	return done, nil
 }
 
-// FetchError is an adapter's network step failing, before the event's transaction or
-// after its commit: the provider should retry.
-type FetchError struct{ Err error }
+// RetryError is an adapter's network work failing, before the event's transaction (the
+// purchase's read) or after its commit (its acknowledgement): the provider should retry.
+type RetryError struct{ Err error }
 
-func (e *FetchError) Error() string { return "reading the event from the provider: " + e.Err.Error() }
-func (e *FetchError) Unwrap() error { return e.Err }
+func (e *RetryError) Error() string { return "the provider's API: " + e.Err.Error() }
+func (e *RetryError) Unwrap() error { return e.Err }
 
 // request runs one request's database work within DB_TIMEOUT and tells the database's
 // outage log how it went.

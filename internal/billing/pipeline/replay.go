@@ -87,7 +87,7 @@ func (p *Pipeline) replayOne(ctx context.Context, provider, eventID string) (Pro
 		}
 		ev, err := f.Fetch(ctx, billing.Event{ID: stored.ProviderEventID, Type: stored.EventType}, stored.Payload, p.now())
 		if err != nil {
-			return Processed{}, &FetchError{Err: err}
+			return Processed{}, &RetryError{Err: err}
 		}
 		fetched = &ev
 	}

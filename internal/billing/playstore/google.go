@@ -43,39 +43,39 @@ func newAPI(ctx context.Context, cfg Config) (*api, error) {
 // subscription reads a subscription purchase (purchases.subscriptionsv2.get).
 func (a *api) subscription(ctx context.Context, token string) (*androidpublisher.SubscriptionPurchaseV2, error) {
 	purchase, err := a.service.Purchases.Subscriptionsv2.Get(a.packageName, token).Context(ctx).Do()
+	return purchase, unknownToken(err)
+}
+
+// unknownToken is errUnknownToken for Google's 404 and 410, else err.
+func unknownToken(err error) error {
 	var apiErr *googleapi.Error
 	if errors.As(err, &apiErr) && (apiErr.Code == http.StatusNotFound || apiErr.Code == http.StatusGone) {
-		return nil, errUnknownToken
+		return errUnknownToken
 	}
-	return purchase, err
+	return err
+}
+
+// acknowledged is nil for an acknowledgement Google says was made already, else err.
+func acknowledged(err error) error {
+	var apiErr *googleapi.Error
+	if errors.As(err, &apiErr) && apiErr.Code == http.StatusBadRequest && len(apiErr.Errors) > 0 && apiErr.Errors[0].Reason == "alreadyAcknowledged" {
+		return nil
+	}
+	return err
 }
 
 // product reads a one-time product's purchase (purchases.products.get).
 func (a *api) product(ctx context.Context, sku, token string) (*androidpublisher.ProductPurchase, error) {
 	purchase, err := a.service.Purchases.Products.Get(a.packageName, sku, token).Context(ctx).Do()
-	var apiErr *googleapi.Error
-	if errors.As(err, &apiErr) && (apiErr.Code == http.StatusNotFound || apiErr.Code == http.StatusGone) {
-		return nil, errUnknownToken
-	}
-	return purchase, err
+	return purchase, unknownToken(err)
 }
 
 // acknowledgeProduct acknowledges a one-time product's purchase.
 func (a *api) acknowledgeProduct(ctx context.Context, sku, token string) error {
-	err := a.service.Purchases.Products.Acknowledge(a.packageName, sku, token, &androidpublisher.ProductPurchasesAcknowledgeRequest{}).Context(ctx).Do()
-	var apiErr *googleapi.Error
-	if errors.As(err, &apiErr) && apiErr.Code == http.StatusBadRequest && len(apiErr.Errors) > 0 && apiErr.Errors[0].Reason == "alreadyAcknowledged" {
-		return nil
-	}
-	return err
+	return acknowledged(a.service.Purchases.Products.Acknowledge(a.packageName, sku, token, &androidpublisher.ProductPurchasesAcknowledgeRequest{}).Context(ctx).Do())
 }
 
 // acknowledge acknowledges a subscription purchase; one already acknowledged is done.
 func (a *api) acknowledge(ctx context.Context, product, token string) error {
-	err := a.service.Purchases.Subscriptions.Acknowledge(a.packageName, product, token, &androidpublisher.SubscriptionPurchasesAcknowledgeRequest{}).Context(ctx).Do()
-	var apiErr *googleapi.Error
-	if errors.As(err, &apiErr) && apiErr.Code == http.StatusBadRequest && len(apiErr.Errors) > 0 && apiErr.Errors[0].Reason == "alreadyAcknowledged" {
-		return nil
-	}
-	return err
+	return acknowledged(a.service.Purchases.Subscriptions.Acknowledge(a.packageName, product, token, &androidpublisher.SubscriptionPurchasesAcknowledgeRequest{}).Context(ctx).Do())
 }

@@ -90,13 +90,8 @@ func decode(body []byte) (*parsed, error) {
 	if err := json.Unmarshal(p.Message.Data, &n); err != nil || len(p.Message.Data) == 0 {
 		return nil, billing.BadJSON(errors.New("the message's data is not a developer notification"))
 	}
-	id, err := json.Marshal(p.Message.MessageID)
-	if err != nil {
+	if err := billing.CheckEventID("messageId", p.Message.MessageID); err != nil {
 		return nil, billing.BadEventID(err)
 	}
-	messageID, err := billing.EventID(map[string]json.RawMessage{"messageId": id}, "messageId")
-	if err != nil {
-		return nil, billing.BadEventID(err)
-	}
-	return &parsed{id: messageID, notification: n}, nil
+	return &parsed{id: p.Message.MessageID, notification: n}, nil
 }

@@ -146,6 +146,7 @@ func TestAppStoreAnswersWithoutApplying(t *testing.T) {
 			{"the test notification", appstoretest.Notification{UUID: "as-test", Type: "TEST", BundleID: testBundle, Signed: signed}, chain, http.StatusOK, billing.OutcomeIgnored, 1},
 			{"a type that changes nothing", appStoreNotification("as-price", "PRICE_INCREASE", "PENDING", "4004", user, signed, fixtureNow.Add(time.Hour)), chain, http.StatusOK, billing.OutcomeIgnored, 2},
 			{"no appAccountToken", noUser, chain, http.StatusOK, billing.OutcomeUnresolved, 3},
+			{"a downgrade, which waits for renewal", appStoreNotification("as-down", "DID_CHANGE_RENEWAL_PREF", "DOWNGRADE", "4005", user, signed, fixtureNow.Add(time.Hour)), chain, http.StatusOK, billing.OutcomeIgnored, 4},
 		} {
 			rec := h.sendAppStore(tc.chain, tc.n)
 			if rec.Code != tc.code || rec.Header().Get(HeaderOutcome) != tc.outcome || h.countEvents() != tc.stored {

@@ -32,7 +32,7 @@ func TestOneUserOnFourProviders(t *testing.T) {
 			t.Fatalf("app store: %d %q", rec.Code, rec.Header().Get(HeaderOutcome))
 		}
 		g.SetPurchase("four-play", playPurchase("SUBSCRIPTION_STATE_ACTIVE", fixtureUser, ahead, "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
-		if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), subscriptionPush("four-play-1", 4, "four-play")); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeApplied {
+		if rec := h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("four-play-1", 4, "four-play")); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeApplied {
 			t.Fatalf("play: %d %q", rec.Code, rec.Header().Get(HeaderOutcome))
 		}
 

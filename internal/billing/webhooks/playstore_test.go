@@ -45,7 +45,7 @@ func pushClaims() jwt.MapClaims {
 		"sub": "1234", "iat": fixtureNow.Unix(), "exp": fixtureNow.Add(time.Hour).Unix()}
 }
 
-func (h *harness) sendPlay(g *playstoretest.Google, token string, body []byte) *httptest.ResponseRecorder {
+func (h *harness) sendPlay(token string, body []byte) *httptest.ResponseRecorder {
 	h.t.Helper()
 	return h.post("/billing/webhooks/playstore", body, http.Header{"Authorization": {"Bearer " + token}})
 }
@@ -98,14 +98,14 @@ func TestPlayPushTokens(t *testing.T) {
 		{"no token", "", subscriptionPush("m1", 4, "tok-auth")},
 		{"another app", g.PushToken(pushClaims(), nil), otherApp},
 	} {
-		if rec := h.sendPlay(g, tc.token, tc.body); rec.Code != http.StatusUnauthorized {
+		if rec := h.sendPlay(tc.token, tc.body); rec.Code != http.StatusUnauthorized {
 			t.Errorf("%s: %d, want 401", tc.name, rec.Code)
 		}
 	}
 	if n := h.countEvents(); n != 0 {
 		t.Fatalf("%d events stored by refused pushes", n)
 	}
-	if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), subscriptionPush("m1", 4, "tok-auth")); rec.Code != http.StatusOK {
+	if rec := h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m1", 4, "tok-auth")); rec.Code != http.StatusOK {
 		t.Fatalf("Google's own push: %d %s", rec.Code, rec.Body)
 	}
 }
@@ -128,11 +128,12 @@ func TestPlayStatesReachTheAnswer(t *testing.T) {
 			{"SUBSCRIPTION_STATE_PAUSED", "false past_due free"},
 			{"SUBSCRIPTION_STATE_PENDING", "false past_due free"},
 			{"SUBSCRIPTION_STATE_EXPIRED", "false expired free"},
+			{"SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED", "false expired free"},
 		} {
 			user := fmt.Sprintf("00000000-0000-4000-8000-%012d", 910+i)
 			token := fmt.Sprintf("tok-state-%d", i)
 			g.SetPurchase(token, playPurchase(tc.state, user, ahead, "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
-			if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), subscriptionPush("m-state-"+token, 2, token)); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeApplied {
+			if rec := h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-state-"+token, 2, token)); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeApplied {
 				t.Fatalf("%s: %d %q %s", tc.state, rec.Code, rec.Header().Get(HeaderOutcome), rec.Body)
 			}
 			if got := h.answer(t, user); !strings.HasPrefix(got, tc.want) {
@@ -141,14 +142,25 @@ func TestPlayStatesReachTheAnswer(t *testing.T) {
 		}
 		user := "00000000-0000-4000-8000-000000000950"
 		g.SetPurchase("tok-revoked", playPurchase("SUBSCRIPTION_STATE_ACTIVE", user, ahead, "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
-		h.sendPlay(g, g.PushToken(pushClaims(), nil), subscriptionPush("m-rev-1", 4, "tok-revoked"))
+		h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-rev-1", 4, "tok-revoked"))
 		revocation := playstoretest.Push("m-rev-2", map[string]any{"packageName": playPackage, "eventTimeMillis": fmt.Sprint(fixtureNow.Add(time.Hour).UnixMilli()),
 			"subscriptionNotification": map[string]any{"notificationType": 12, "purchaseToken": "tok-revoked"}})
-		if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), revocation); rec.Code != http.StatusOK {
+		if rec := h.sendPlay(g.PushToken(pushClaims(), nil), revocation); rec.Code != http.StatusOK {
 			t.Fatalf("revocation: %d", rec.Code)
 		}
 		if got := h.answer(t, user); !strings.HasPrefix(got, "false refunded free") {
 			t.Fatalf("after the revocation: %s", got)
+		}
+		voidedUser := "00000000-0000-4000-8000-000000000951"
+		g.SetPurchase("tok-voided", playPurchase("SUBSCRIPTION_STATE_ACTIVE", voidedUser, ahead, "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
+		h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-void-1", 4, "tok-voided"))
+		voided := playstoretest.Push("m-void-2", map[string]any{"packageName": playPackage, "eventTimeMillis": fmt.Sprint(fixtureNow.Add(time.Hour).UnixMilli()),
+			"voidedPurchaseNotification": map[string]any{"purchaseToken": "tok-voided", "orderId": "GPA.1", "productType": 1, "refundType": 1}})
+		if rec := h.sendPlay(g.PushToken(pushClaims(), nil), voided); rec.Code != http.StatusOK {
+			t.Fatalf("voided: %d", rec.Code)
+		}
+		if got := h.answer(t, voidedUser); !strings.HasPrefix(got, "false refunded free") {
+			t.Fatalf("after the voided purchase: %s", got)
 		}
 	})
 }
@@ -164,23 +176,23 @@ func TestPlayReadsAndAcknowledges(t *testing.T) {
 		g.SetPurchase("tok-ack", playPurchase("SUBSCRIPTION_STATE_ACTIVE", user, fixtureNow.Add(24*time.Hour), "ACKNOWLEDGEMENT_STATE_PENDING"))
 		push := subscriptionPush("m-ack", 4, "tok-ack")
 		g.SetDown(true)
-		if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), push); rec.Code != http.StatusServiceUnavailable || h.countEvents() != 0 {
+		if rec := h.sendPlay(g.PushToken(pushClaims(), nil), push); rec.Code != http.StatusServiceUnavailable || h.countEvents() != 0 {
 			t.Fatalf("Google down: %d with %d stored, want 503 and none", rec.Code, h.countEvents())
 		}
 		g.SetDown(false)
 		for i := range 3 {
-			if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), push); rec.Code != http.StatusOK {
+			if rec := h.sendPlay(g.PushToken(pushClaims(), nil), push); rec.Code != http.StatusOK {
 				t.Fatalf("delivery %d: %d %s", i, rec.Code, rec.Body)
 			}
 		}
 		if got := h.answer(t, user); !strings.HasPrefix(got, "true active pro") || g.Acks("tok-ack") != 1 {
 			t.Fatalf("after the deliveries: %s, acknowledged %d times, want once", got, g.Acks("tok-ack"))
 		}
-		if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), subscriptionPush("m-unknown", 4, "tok-nobody")); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeUnresolved {
+		if rec := h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-unknown", 4, "tok-nobody")); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeUnresolved {
 			t.Fatalf("an unknown token: %d %q", rec.Code, rec.Header().Get(HeaderOutcome))
 		}
 		test := playstoretest.Push("m-test", map[string]any{"packageName": playPackage, "eventTimeMillis": "1", "testNotification": map[string]any{"version": "1.0"}})
-		if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), test); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeIgnored {
+		if rec := h.sendPlay(g.PushToken(pushClaims(), nil), test); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeIgnored {
 			t.Fatalf("the test notification: %d %q", rec.Code, rec.Header().Get(HeaderOutcome))
 		}
 		if n := h.countEvents(); n != 3 {
@@ -198,12 +210,12 @@ func TestPlayUpgradeEndsTheReplacedPurchase(t *testing.T) {
 		user := "00000000-0000-4000-8000-000000000970"
 		ahead := fixtureNow.Add(30 * 24 * time.Hour)
 		g.SetPurchase("tok-basic", playPurchase("SUBSCRIPTION_STATE_ACTIVE", user, ahead, "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
-		h.sendPlay(g, g.PushToken(pushClaims(), nil), subscriptionPush("m-basic", 4, "tok-basic"))
+		h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-basic", 4, "tok-basic"))
 		upgrade := playPurchase("SUBSCRIPTION_STATE_ACTIVE", user, ahead.Add(time.Hour), "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
 		upgrade.LinkedPurchaseToken = "tok-basic"
 		g.SetPurchase("tok-upgrade", upgrade)
 		h.setNow(fixtureNow.Add(time.Minute))
-		if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), subscriptionPush("m-upgrade", 4, "tok-upgrade")); rec.Code != http.StatusOK {
+		if rec := h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-upgrade", 4, "tok-upgrade")); rec.Code != http.StatusOK {
 			t.Fatalf("the upgrade: %d %s", rec.Code, rec.Body)
 		}
 		old, current := h.canonical(billing.ProviderPlayStore, "tok-basic"), h.canonical(billing.ProviderPlayStore, "tok-upgrade")
@@ -227,7 +239,7 @@ func TestPlayOneTimeProducts(t *testing.T) {
 		push := playstoretest.Push("m-life", map[string]any{"packageName": playPackage, "eventTimeMillis": fmt.Sprint(fixtureNow.UnixMilli()),
 			"oneTimeProductNotification": map[string]any{"notificationType": 1, "purchaseToken": "tok-lifetime", "sku": "pro_subscription"}})
 		for range 2 {
-			if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), push); rec.Code != http.StatusOK {
+			if rec := h.sendPlay(g.PushToken(pushClaims(), nil), push); rec.Code != http.StatusOK {
 				t.Fatalf("one-time product: %d %s", rec.Code, rec.Body)
 			}
 		}
@@ -238,7 +250,7 @@ func TestPlayOneTimeProducts(t *testing.T) {
 		h.setNow(fixtureNow.Add(time.Minute))
 		cancelled := playstoretest.Push("m-life-2", map[string]any{"packageName": playPackage, "eventTimeMillis": fmt.Sprint(fixtureNow.Add(time.Minute).UnixMilli()),
 			"oneTimeProductNotification": map[string]any{"notificationType": 2, "purchaseToken": "tok-lifetime", "sku": "pro_subscription"}})
-		if rec := h.sendPlay(g, g.PushToken(pushClaims(), nil), cancelled); rec.Code != http.StatusOK {
+		if rec := h.sendPlay(g.PushToken(pushClaims(), nil), cancelled); rec.Code != http.StatusOK {
 			t.Fatalf("cancelled: %d", rec.Code)
 		}
 		if got := h.answer(t, user); !strings.HasPrefix(got, "false refunded free") {

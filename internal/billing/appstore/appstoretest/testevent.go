@@ -4,12 +4,15 @@ package appstoretest
 // them: how to tell one, and the edits --user and --now make before it is signed.
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tollgate/tollgate/internal/billing"
 )
 
 // LooksLike says whether a JSON object looks like a decoded App Store notification.
@@ -17,19 +20,9 @@ func LooksLike(top map[string]json.RawMessage) bool {
 	return len(top["notificationType"]) > 0 && len(top["notificationUUID"]) > 0
 }
 
-func decodeEditable(body []byte) (map[string]any, error) {
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.UseNumber()
-	var top map[string]any
-	if err := dec.Decode(&top); err != nil {
-		return nil, errors.New("the file is not a JSON object")
-	}
-	return top, nil
-}
-
 // ForUser makes the notification's transaction name userID as its appAccountToken.
 func ForUser(body []byte, userID string) ([]byte, error) {
-	top, err := decodeEditable(body)
+	top, err := billing.DecodeEditable(body)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +39,7 @@ func ForUser(body []byte, userID string) ([]byte, error) {
 // the same amount, so that it is signed now, and gives it a new notificationUUID, so that
 // it is a new delivery.
 func MoveToNow(body []byte, now time.Time) ([]byte, error) {
-	top, err := decodeEditable(body)
+	top, err := billing.DecodeEditable(body)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +49,7 @@ func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 		return nil, errors.New(`an App Store notification needs its "signedDate"`)
 	}
 	shift(top, now.UnixMilli()-ms)
-	top["notificationUUID"] = newUUID()
+	top["notificationUUID"] = uuid.NewString()
 	return json.MarshalIndent(top, "", "  ")
 }
 
@@ -77,11 +70,4 @@ func shift(v any, delta int64) {
 			shift(child, delta)
 		}
 	}
-}
-
-func newUUID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

@@ -35,7 +35,6 @@ type Google struct {
 	purchases map[string]*androidpublisher.SubscriptionPurchaseV2
 	products  map[string]*androidpublisher.ProductPurchase
 	acks      map[string]int
-	reads     int
 	down      bool
 }
 
@@ -56,7 +55,7 @@ func Start(t testing.TB) *Google {
 	mux.HandleFunc("GET /androidpublisher/v3/applications/{pkg}/purchases/subscriptionsv2/tokens/{token}", g.subscription)
 	mux.HandleFunc("POST /androidpublisher/v3/applications/{pkg}/purchases/subscriptions/{sub}/tokens/{action}", g.acknowledge)
 	mux.HandleFunc("GET /androidpublisher/v3/applications/{pkg}/purchases/products/{sku}/tokens/{token}", g.product)
-	mux.HandleFunc("POST /androidpublisher/v3/applications/{pkg}/purchases/products/{sku}/tokens/{action}", g.acknowledgeProduct)
+	mux.HandleFunc("POST /androidpublisher/v3/applications/{pkg}/purchases/products/{sku}/tokens/{action}", g.acknowledge)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	g.URL = srv.URL
@@ -161,7 +160,6 @@ func (g *Google) subscription(w http.ResponseWriter, r *http.Request) {
 	}
 	g.mu.Lock()
 	p, ok := g.purchases[r.PathValue("token")]
-	g.reads++
 	g.mu.Unlock()
 	if !ok {
 		apiError(w, http.StatusNotFound, "purchaseTokenNotFound")
@@ -171,6 +169,7 @@ func (g *Google) subscription(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(p)
 }
 
+// acknowledge marks a subscription's or a one-time product's purchase acknowledged.
 func (g *Google) acknowledge(w http.ResponseWriter, r *http.Request) {
 	token, ok := strings.CutSuffix(r.PathValue("action"), ":acknowledge")
 	if !ok || !g.authorized(w, r) {
@@ -178,13 +177,15 @@ func (g *Google) acknowledge(w http.ResponseWriter, r *http.Request) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	p, known := g.purchases[token]
-	if !known {
+	if p, known := g.purchases[token]; known && strings.Contains(r.URL.Path, "/purchases/subscriptions/") {
+		p.AcknowledgementState = "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"
+	} else if p, known := g.products[token]; known && strings.Contains(r.URL.Path, "/purchases/products/") {
+		p.AcknowledgementState = 1
+	} else {
 		apiError(w, http.StatusNotFound, "purchaseTokenNotFound")
 		return
 	}
 	g.acks[token]++
-	p.AcknowledgementState = "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -201,23 +202,6 @@ func (g *Google) product(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(p)
-}
-
-func (g *Google) acknowledgeProduct(w http.ResponseWriter, r *http.Request) {
-	token, ok := strings.CutSuffix(r.PathValue("action"), ":acknowledge")
-	if !ok || !g.authorized(w, r) {
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p, known := g.products[token]
-	if !known {
-		apiError(w, http.StatusNotFound, "purchaseTokenNotFound")
-		return
-	}
-	g.acks[token]++
-	p.AcknowledgementState = 1
-	w.WriteHeader(http.StatusNoContent)
 }
 
 func apiError(w http.ResponseWriter, code int, reason string) {
