@@ -12,6 +12,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
+	"github.com/tollgate/tollgate/internal/knownusers"
 	"github.com/tollgate/tollgate/internal/servicekeys"
 )
 
@@ -74,8 +75,9 @@ func tokenKey(r *http.Request) (string, bool) {
 
 // Authenticate admits only requests with a valid bearer credential, a user token or a
 // service key; nothing else reaches next. It runs behind readCredential. Which kind an
-// operation admits is decided per operation (admitCredential).
-func Authenticate(v *Verifier, keys *servicekeys.Keys, log *slog.Logger) func(http.Handler) http.Handler {
+// operation admits is decided per operation (admitCredential). A verified user is told to
+// users (nil: nobody), which records each session's user once.
+func Authenticate(v *Verifier, keys *servicekeys.Keys, log *slog.Logger, users *knownusers.Recorder) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			c := credentialOf(r.Context())
@@ -111,6 +113,7 @@ func Authenticate(v *Verifier, keys *servicekeys.Keys, log *slog.Logger) func(ht
 				return
 			}
 			c.user = user
+			users.Saw(r.Context(), user.SessionID, user.ID, user.Email)
 			next.ServeHTTP(w, r)
 		})
 	}

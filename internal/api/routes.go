@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/checkout"
 	"github.com/tollgate/tollgate/internal/billing/reader"
+	"github.com/tollgate/tollgate/internal/knownusers"
 	"github.com/tollgate/tollgate/internal/problem"
 	"github.com/tollgate/tollgate/internal/ratelimit"
 	"github.com/tollgate/tollgate/internal/route"
@@ -35,6 +36,8 @@ type Options struct {
 	// Purchases applies the purchases apps report (POST /api/v1/billing/purchases).
 	Purchases Purchases
 	Verifier  *Verifier
+	// Users records the users whose tokens are verified, once per session; nil records none.
+	Users *knownusers.Recorder
 	// Keys checks service keys; nil admits none.
 	Keys      *servicekeys.Keys
 	Throttles *ratelimit.Throttles
@@ -219,7 +222,7 @@ func (a *API) register(api huma.API) {
 
 // guard puts the /api/* middleware in front of next.
 func (a *API) guard(next http.Handler) http.Handler {
-	h := Authenticate(a.opts.Verifier, a.opts.Keys, a.opts.Log)(next)
+	h := Authenticate(a.opts.Verifier, a.opts.Keys, a.opts.Log, a.opts.Users)(next)
 	h = a.opts.Throttles.By(a.opts.PerToken, tokenKey, nil)(h)
 	h = readCredential(h)
 	h = a.opts.Throttles.ByIP(a.opts.PerIP)(h)

@@ -129,7 +129,7 @@ func TestAttacksNeverReachAHandler(t *testing.T) {
 		{"service key prefix alone", "Bearer tgk_"},
 	}
 	var reached atomic.Int64
-	guarded := readCredential(Authenticate(h.verifier, h.serviceKeys, slog.New(slog.NewTextHandler(h.logs, nil)))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+	guarded := readCredential(Authenticate(h.verifier, h.serviceKeys, slog.New(slog.NewTextHandler(h.logs, nil)), nil)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		reached.Add(1)
 	})))
 	for _, a := range attacks {

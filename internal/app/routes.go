@@ -31,6 +31,11 @@ func (s *Server) Handler() http.Handler {
 	if s.cfg.API {
 		s.api.Routes(mux)
 	}
+	if s.console != nil {
+		console := s.web.Wrap(s.console.Handler()) // behind the forms' session and protections
+		mux.Handle("/admin", console)
+		mux.Handle("/admin/", console)
+	}
 	if s.cfg.Forms {
 		mux.Handle("/", s.web.Handler()) // the forms, and the HTML 404 for everything else
 	} else {

@@ -19,9 +19,11 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/config"
+	"github.com/tollgate/tollgate/internal/console"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/devidentity"
 	"github.com/tollgate/tollgate/internal/identity"
+	"github.com/tollgate/tollgate/internal/knownusers"
 	"github.com/tollgate/tollgate/internal/outbound"
 	"github.com/tollgate/tollgate/internal/ratelimit"
 	"github.com/tollgate/tollgate/internal/servicekeys"
@@ -38,8 +40,10 @@ type Server struct {
 	throttles *ratelimit.Throttles
 	api       *api.API
 	web       *web.Web
-	registry  *prometheus.Registry
-	metrics   *httpMetrics
+	// console is the operator console; nil unless ADMIN_EMAILS is set (with the forms).
+	console  *console.Console
+	registry *prometheus.Registry
+	metrics  *httpMetrics
 	// deliverer sends outbound webhooks; nil unless OUTBOUND_WEBHOOK_URL is set.
 	deliverer *outbound.Deliverer
 	// devIdentity is the development identity service; nil unless config.DevIdentity.
@@ -79,7 +83,9 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 		identityClient = s.devIdentity.Client()
 	}
 	s.keys = api.NewKeySet(e.cfg.AuthJWKSURL, api.KeySetOptions{Client: identityClient, Log: e.log, Registerer: registry})
+	users := knownusers.New(d, e.log)
 	s.api = api.New(api.Options{
+		Users:     users,
 		Billing:   s.billing.reader,
 		Checkout:  s.billing.checkout,
 		Purchases: s.billing.pipeline,
@@ -97,6 +103,7 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 		PublicURL: e.cfg.PublicURL, OAuthProviders: e.cfg.OAuthProviders, SecureCookies: e.cfg.Env != config.Development,
 		Brand:       web.Brand{AppName: e.cfg.AppName, Color: e.cfg.BrandColor, LogoURL: e.cfg.BrandLogoURL, TemplatesDir: e.cfg.TemplatesDir},
 		DevIdentity: e.cfg.DevIdentity,
+		Users:       users,
 		Log:         e.log,
 	}
 	if e.cfg.OutboundWebhookURL != "" {
@@ -108,6 +115,9 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	}
 	s.web, err = web.New(webOpts)
 	if err != nil {
+		return nil, err
+	}
+	if s.console, err = s.newConsole(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -251,6 +261,9 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		go s.keys.Run(ctx)
 	}
 	go s.web.RunSessionCleanup(ctx, time.Hour)
+	if s.console != nil {
+		go s.console.RunSnapshots(ctx, time.Hour)
+	}
 	go s.billing.reader.ListenForChanges(ctx)
 	delivering := make(chan struct{})
 	go func() {

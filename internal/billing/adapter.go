@@ -167,10 +167,12 @@ type Facts struct {
 	// product ids are the app's, as the mobile provider's are, names ProviderMobile).
 	Products  []string
 	PriceList string
-	// Amount and Currency, when the provider sends them: the price per period in the
-	// currency's minor unit.
+	// Amount and Currency, when the provider sends them: the price per billing period in
+	// the currency's minor unit, quantity included. Period is that billing period as an
+	// ISO 8601 duration ("P1M", "P1Y"), "" when unknown.
 	Amount   int64
 	Currency string
+	Period   string
 }
 
 // A Fetcher has network work to do for an event before its transaction: reading the

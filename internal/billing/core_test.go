@@ -2,6 +2,7 @@ package billing_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -225,5 +226,35 @@ func TestMinorUnits(t *testing.T) {
 	}
 	if _, ok := billing.MinorUnits(nil, "USD"); ok {
 		t.Error("no price converted")
+	}
+}
+
+func TestMonthlyAndPeriods(t *testing.T) {
+	day := time.Date(2026, 1, 31, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		amount  int64
+		period  string
+		monthly float64
+		ok      bool
+	}{
+		{1200, "P1Y", 100, true}, {1000, "P1M", 1000, true}, {300, "P3M", 100, true},
+		{1200, "P1W", 5200, true}, {100, "P1D", 3041.6666666666665, true},
+		{1000, "", 0, false}, {1000, "P0M", 0, false}, {1000, "P1H", 0, false}, {1000, "1M", 0, false},
+	} {
+		got, ok := billing.Monthly(c.amount, c.period)
+		if ok != c.ok || math.Abs(got-c.monthly) > 1e-9 {
+			t.Errorf("Monthly(%d, %q) = %v %v, want %v %v", c.amount, c.period, got, ok, c.monthly, c.ok)
+		}
+	}
+	for _, c := range []struct {
+		end  time.Time
+		want string
+	}{
+		{day.AddDate(0, 0, 7), "P1W"}, {day.AddDate(0, 1, 0), "P1M"}, {day.AddDate(0, 0, 28), "P1M"},
+		{day.AddDate(0, 3, 0), "P3M"}, {day.AddDate(1, 0, 0), "P1Y"}, {day.AddDate(0, 0, 45), ""}, {day.AddDate(0, 0, 3), ""},
+	} {
+		if got := billing.PeriodBetween(day, c.end); got != c.want {
+			t.Errorf("PeriodBetween(%s) = %q, want %q", c.end.Sub(day), got, c.want)
+		}
 	}
 }

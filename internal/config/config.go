@@ -100,6 +100,9 @@ type Config struct {
 	// billing-only deployment needs no identity service.
 	Forms bool
 	API   bool
+	// AdminEmails (ADMIN_EMAILS) are the operators whom the console at /admin lets in,
+	// lower-cased; none (or FORMS=off) turns it off.
+	AdminEmails []string
 
 	// Branding of the forms (docs/forms.md): the product's name, accent colour, logo, and
 	// a directory whose templates and CSS override the embedded ones by file name.
@@ -205,6 +208,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.AuthJWKSURL = get("AUTH_JWKS_URL", "")
 	c.Forms = boolean("FORMS", true)
 	c.API = boolean("API", true)
+	c.AdminEmails = loadAdminEmails(get, fail, c.Forms)
 	c.DevIdentity = c.Env == Development && c.AuthURL == "" && c.AuthJWKSURL == "" && (c.Forms || c.API)
 	if c.DevIdentity {
 		c.AuthURL = c.PublicURL + DevIdentityPath

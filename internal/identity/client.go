@@ -30,6 +30,8 @@ type User struct {
 	Factors      []map[string]any `json:"factors"`
 	CreatedAt    *time.Time       `json:"created_at"`
 	LastSignInAt *time.Time       `json:"last_sign_in_at"`
+	// EmailConfirmedAt is set once the user has proved they own Email.
+	EmailConfirmedAt *time.Time `json:"email_confirmed_at"`
 }
 
 // Session is a token response.

@@ -39,6 +39,14 @@ func (w *Web) Handler() http.Handler {
 	var h http.Handler = recordRoute(mux)
 	h = postsOnly(w.opts.Throttles.By(w.opts.PerEmail, emailKey, w.tooManyRequests))(h)
 	h = postsOnly(w.opts.Throttles.By(w.opts.PerIP, w.opts.Throttles.IPKey, w.tooManyRequests))(h)
+	return w.Wrap(h)
+}
+
+// Wrap puts h behind what every page of the forms' site has: the security headers
+// (no-store, framed by nobody), cross-origin protection on every state-changing request,
+// the _method override and the signed-in session, which CurrentUser then reads. The
+// operator console is served this way, beside the forms.
+func (w *Web) Wrap(h http.Handler) http.Handler {
 	h = w.sessions.LoadAndSave(h)
 	h = methodOverride(h)
 	csrf := http.NewCrossOriginProtection()

@@ -24,6 +24,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/identity"
+	"github.com/tollgate/tollgate/internal/knownusers"
 	"github.com/tollgate/tollgate/internal/ratelimit"
 )
 
@@ -55,7 +56,9 @@ type Options struct {
 	// DevIdentity: the forms run against the development identity service, and every page
 	// says so.
 	DevIdentity bool
-	Log         *slog.Logger
+	// Users records who signs in, for the console's search by e-mail; nil records nobody.
+	Users *knownusers.Recorder
+	Log   *slog.Logger
 }
 
 // Web is the forms surface.
@@ -290,6 +293,9 @@ func (w *Web) forbidden(rw http.ResponseWriter, r *http.Request) {
 		Alert: "This form was submitted from another site, so it was refused. Please use the form on this site."})
 }
 
+// NotFound is the site's 404 page.
+func (w *Web) NotFound(rw http.ResponseWriter, r *http.Request) { w.notFound(rw, r) }
+
 func (w *Web) notFound(rw http.ResponseWriter, r *http.Request) {
 	w.render(rw, r, http.StatusNotFound, "message", page{Title: "Not found", Alert: "There is nothing at this address."})
 }
@@ -314,6 +320,12 @@ func (w *Web) LookupUser(ctx context.Context, token string) (*identity.User, err
 		return nil, err
 	}
 	return &u, nil
+}
+
+// CurrentUser is the signed-in user of a request behind Wrap, as the identity service
+// reports it now, or nil when nobody is signed in.
+func (w *Web) CurrentUser(ctx context.Context) (*identity.User, error) {
+	return w.LookupUser(ctx, "")
 }
 
 // sessionAccessToken is the session's access token, refreshed (single-flight) when it
@@ -341,6 +353,7 @@ func (w *Web) signIn(ctx context.Context, s identity.Session) error {
 		return err
 	}
 	w.storeTokens(ctx, s)
+	w.opts.Users.SignedIn(ctx, s.User.ID, s.User.Email)
 	return nil
 }
 

@@ -134,6 +134,6 @@ func (a *Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
 		UserID:     state.CustomerUserID,
 		Unresolved: billing.NewUnresolved("unresolved mobile customer", "customer_user_id", state.CustomerUserID, "profile_id", stored.Customer),
 		Status:     state.Status, PeriodEnd: state.PeriodEnd, Products: []string{state.ProductID},
-		Amount: state.Amount, Currency: state.Currency,
+		Amount: state.Amount, Currency: state.Currency, Period: state.Period,
 	}, nil
 }

@@ -55,6 +55,7 @@ type mobileEvent struct {
 		OriginalTransactionID string `json:"original_transaction_id"`
 		TransactionID         string `json:"transaction_id"`
 		SubscriptionExpiresAt string `json:"subscription_expires_at"`
+		PurchaseDate          string `json:"purchase_date"`
 		ExpiresAt             string `json:"expires_at"`
 		AccessLevelID         string `json:"access_level_id"`
 		IsActive              *bool  `json:"is_active"`

@@ -32,6 +32,8 @@ type mobileState struct {
 	// Amount is the last price paid, in the currency's minor unit, when events say.
 	Amount   int64  `json:"amount,omitempty"`
 	Currency string `json:"currency,omitempty"`
+	// Period is the billing period the last purchase paid for, from its dates.
+	Period string `json:"period,omitempty"`
 }
 
 // supersedes: later events win; at the same instant the later stage of life wins,
@@ -67,6 +69,9 @@ func canonical(eventType string, ev mobileEvent, at time.Time, current mobileSta
 	expires, err := optionalMobileTime("expires_at", p.ExpiresAt)
 	if err != nil {
 		return next, err
+	}
+	if purchased, err := parseMobileTime(p.PurchaseDate); err == nil && subscriptionExpires != nil {
+		next.Period = billing.PeriodBetween(purchased, *subscriptionExpires)
 	}
 	switch eventType {
 	case "subscription_started", "subscription_renewed":

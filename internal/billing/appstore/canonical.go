@@ -26,6 +26,7 @@ type state struct {
 	User      string     `json:"user"`
 	Amount    int64      `json:"amount,omitempty"`
 	Currency  string     `json:"currency,omitempty"`
+	Period    string     `json:"period,omitempty"`
 }
 
 // Read says which subscription (its original transaction) a notification is about.
@@ -80,6 +81,7 @@ func (a *Adapter) Apply(r billing.Reading, _ billing.Stored) ([]byte, any, error
 	tx := p.transaction
 	next := state{ProductID: tx.ProductID, User: strings.ToLower(tx.AppAccountToken), PeriodEnd: millis(tx.ExpiresDate)}
 	next.Amount, next.Currency = tx.amount()
+	next.Period = tx.period()
 	at := r.At
 	live := billing.StatusActive
 	if tx.freeTrial() {
@@ -131,6 +133,6 @@ func (a *Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
 	return billing.Facts{
 		UserID: s.User, Unresolved: billing.NewUnresolved("unresolved app store customer", "app_account_token", s.User),
 		Status: s.Status, PeriodEnd: s.PeriodEnd, Products: []string{s.ProductID}, PriceList: billing.ProviderMobile,
-		Amount: s.Amount, Currency: s.Currency,
+		Amount: s.Amount, Currency: s.Currency, Period: s.Period,
 	}, nil
 }

@@ -54,6 +54,7 @@ type transaction struct {
 	Type                  string `json:"type"`
 	AppAccountToken       string `json:"appAccountToken"`
 	ExpiresDate           *int64 `json:"expiresDate"`
+	PurchaseDate          *int64 `json:"purchaseDate"`
 	OfferType             *int   `json:"offerType"`
 	OfferDiscountType     string `json:"offerDiscountType"`
 	// Price is in milliunits of Currency (9990 for 9.99).
@@ -77,6 +78,16 @@ func (t transaction) amount() (int64, string) {
 	}
 	minor := float64(*t.Price) * math.Pow10(billing.Decimals(t.Currency)) / 1000
 	return int64(math.Round(minor)), strings.ToLower(t.Currency)
+}
+
+// period is the billing period the transaction paid for, from its dates (the payload
+// names a product, not its period).
+func (t transaction) period() string {
+	start, end := millis(t.PurchaseDate), millis(t.ExpiresDate)
+	if start == nil || end == nil {
+		return ""
+	}
+	return billing.PeriodBetween(*start, *end)
 }
 
 // renewal is JWSRenewalInfoDecodedPayload.

@@ -43,6 +43,7 @@ func (p *Pipeline) apply(ctx context.Context, w *work, r billing.Reading, eventI
 	if err != nil {
 		return "", err
 	}
+	w.noteBefore(r.Subscription, ps)
 	if r.Payment != nil {
 		return p.applyPayment(ctx, w, r, ps)
 	}
@@ -59,24 +60,35 @@ func (p *Pipeline) apply(ctx context.Context, w *work, r billing.Reading, eventI
 	case billing.Stale:
 		outcome, w.stale = billing.OutcomeStale, true
 	case billing.Supersedes:
-		state, decoded, err := w.adapter.Apply(r, stored)
-		if err != nil {
+		if stored, err = p.supersede(ctx, w, r, eventID, ps); err != nil {
 			return "", err
 		}
-		at := r.At
-		ps.State, ps.ProviderCustomerID = string(state), nullString(r.Customer)
-		ps.LastEventID, ps.LastEventType, ps.LastEventAt = nullString(eventID), nullString(r.Type), nullTime(&at)
-		if err := p.save(ctx, w, ps); err != nil {
-			return "", err
-		}
-		stored.State, stored.Decoded, stored.Customer = ps.State, decoded, r.Customer
-		stored.LastEventID, stored.LastEventType, stored.LastEventAt = eventID, r.Type, at
 	}
 	outcome, err = p.materialise(ctx, w, ps.ID, stored, outcome)
 	if err != nil || r.Replaces == "" || r.Replaces == r.Subscription {
 		return outcome, err
 	}
 	return outcome, p.replace(ctx, w, r.Replaces, eventID, r.At)
+}
+
+// supersede replaces the subscription's stored state with the reading's, and its price
+// with the one the new state names, and gives the stored state as it now stands.
+func (p *Pipeline) supersede(ctx context.Context, w *work, r billing.Reading, eventID string, ps providerSubscription) (billing.Stored, error) {
+	stored := storedOf(ps)
+	state, decoded, err := w.adapter.Apply(r, stored)
+	if err != nil {
+		return stored, err
+	}
+	at := r.At
+	ps.State, ps.ProviderCustomerID = string(state), nullString(r.Customer)
+	ps.LastEventID, ps.LastEventType, ps.LastEventAt = nullString(eventID), nullString(r.Type), nullTime(&at)
+	stored.State, stored.Decoded, stored.Customer = ps.State, decoded, r.Customer
+	stored.LastEventID, stored.LastEventType, stored.LastEventAt = eventID, r.Type, at
+	var price billing.Facts
+	if f, err := w.adapter.Facts(stored); err == nil && f.Currency != "" {
+		price = f // a state whose facts fail is refused by materialise, which reads them again
+	}
+	return stored, p.save(ctx, w, ps, price)
 }
 
 // replace ends the subscription old, which the one just applied replaces (an upgrade), as
@@ -97,7 +109,7 @@ func (p *Pipeline) replace(ctx context.Context, w *work, old, eventID string, at
 	}
 	ps.State = string(state)
 	ps.LastEventID, ps.LastEventType, ps.LastEventAt = nullString(eventID), nullString(billing.ReplacedEventType), nullTime(&at)
-	if err := p.save(ctx, w, ps); err != nil {
+	if err := p.save(ctx, w, ps, billing.Facts{}); err != nil {
 		return err
 	}
 	stored.State, stored.Decoded = ps.State, decoded
@@ -128,7 +140,7 @@ func (p *Pipeline) applyPayment(ctx context.Context, w *work, r billing.Reading,
 		ps.PaidEventAt, outcome = nullTime(&paid.At), billing.OutcomeApplied
 	}
 	if outcome == billing.OutcomeApplied {
-		if err := p.save(ctx, w, ps); err != nil {
+		if err := p.save(ctx, w, ps, billing.Facts{}); err != nil {
 			return "", err
 		}
 	}
@@ -138,12 +150,18 @@ func (p *Pipeline) applyPayment(ctx context.Context, w *work, r billing.Reading,
 	return p.materialise(ctx, w, ps.ID, storedOf(ps), outcome)
 }
 
-func (p *Pipeline) save(ctx context.Context, w *work, ps providerSubscription) error {
-	return w.SaveProviderSubscription(ctx, dbq.SaveProviderSubscriptionParams{
+// save writes the provider subscription's row and, when price names a currency, its price.
+func (p *Pipeline) save(ctx context.Context, w *work, ps providerSubscription, price billing.Facts) error {
+	arg := dbq.SaveProviderSubscriptionParams{
 		ID: ps.ID, ProviderCustomerID: ps.ProviderCustomerID, State: ps.State,
 		LastEventID: ps.LastEventID, LastEventType: ps.LastEventType, LastEventAt: ps.LastEventAt,
 		PaidThrough: ps.PaidThrough, PaidEventAt: ps.PaidEventAt, Now: p.now(),
-	})
+	}
+	if price.Currency != "" {
+		arg.Amount = sql.NullInt64{Int64: price.Amount, Valid: true}
+		arg.Currency, arg.BillingPeriod = nullString(price.Currency), nullString(price.Period)
+	}
+	return w.SaveProviderSubscription(ctx, arg)
 }
 
 // materialise writes the canonical subscription of the locked provider subscription
@@ -165,10 +183,12 @@ func (p *Pipeline) materialise(ctx context.Context, w *work, providerSubscriptio
 	if err != nil {
 		return "", err
 	}
-	return outcome, p.upsertSubscription(ctx, w, customer.userID, dbq.UpsertSubscriptionParams{
+	arg := dbq.UpsertSubscriptionParams{
 		ProviderSubscriptionID: providerSubscriptionID, BillingCustomerID: customer.id, PlanID: plan,
 		Provider: w.adapter.Provider(), Status: f.Status, CurrentPeriodEnd: periodEnd, Now: p.now(),
-	})
+	}
+	w.noteAfter(providerSubscriptionID, arg)
+	return outcome, p.upsertSubscription(ctx, w, customer.userID, arg)
 }
 
 // billingCustomer is a billing_customers row: its id and its identity user.

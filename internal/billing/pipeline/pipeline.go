@@ -72,6 +72,16 @@ func (p *Pipeline) Adapter(provider string) (billing.Adapter, bool) {
 	return a, ok
 }
 
+// Providers are the providers the pipeline has adapters for, sorted.
+func (p *Pipeline) Providers() []string {
+	names := make([]string, 0, len(p.adapters))
+	for name := range p.adapters {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // OnBillingChange registers fn, called after a transaction that changed a user's billing
 // answer (the view /api/v1/me gives) commits, with that user's id: by webhooks, replays
 // and backfills, not by an event that changed no answer (see upsertSubscription). It runs
@@ -122,6 +132,7 @@ type Processed struct {
 	UserID  string
 	Reason  string
 	changed []string
+	columns eventColumns
 }
 
 // Ingest stores one verified event and processes it in a single transaction, so an event
@@ -142,14 +153,12 @@ func (p *Pipeline) Ingest(ctx context.Context, provider string, ev billing.Event
 	var done Processed
 	err := p.request(ctx, func(ctx context.Context) error {
 		return p.db.InTx(ctx, func(tx *sql.Tx) error {
-			rowID, err := dbq.New(tx).UpsertProviderEvent(ctx, dbq.UpsertProviderEventParams{
-				Provider: provider, ProviderEventID: ev.ID, EventType: ev.Type, Payload: body, Now: p.now(),
-			})
-			if err != nil {
+			e := event{adapter: a, Event: ev, body: body}
+			var err error
+			if done, err = p.process(ctx, tx, e); err != nil {
 				return err
 			}
-			done, err = p.process(ctx, tx, event{rowID: rowID, adapter: a, Event: ev, body: body, marked: true})
-			return err
+			return p.storeEvent(ctx, dbq.New(tx), provider, e, done)
 		})
 	})
 	if err != nil {

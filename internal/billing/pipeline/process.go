@@ -9,14 +9,11 @@ import (
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
-// event is a stored event to process: its row, its adapter, what Parse named, its body,
-// and whether the statement that stored it already marked it processed.
+// event is an event to process: its adapter, what Parse named, and its body.
 type event struct {
 	billing.Event
-	rowID   string
 	adapter billing.Adapter
 	body    []byte
-	marked  bool
 }
 
 // work is one event's work inside a transaction: the transaction's queries, the adapter,
@@ -35,18 +32,21 @@ type work struct {
 	// user is the user the event resolved to, if it did.
 	changed []string
 	user    string
+	// record is what the event did to its subscription, stored with the event.
+	record record
 }
 
 func newWork(tx *sql.Tx, a billing.Adapter, cause billing.ChangeCause) *work {
 	return &work{Queries: dbq.New(tx), adapter: a, cause: cause}
 }
 
-// process runs the adapter over a stored event and marks it processed, unless marked says
-// the statement that stored it already did. The event's writes sit behind a savepoint: an
-// event that resolves to no user or plan, or that can never be processed, leaves every
-// canonical row exactly as it was, and its reason is stored on the event so that `events
-// replay --unprocessed` finds it again. Any other error is returned so the transaction
-// rolls back and the provider retries.
+// process runs the adapter over an event; the caller stores the event with what became of
+// it (outcome, user, reason, and its subscription's row before and after) in the same
+// transaction. The event's writes sit behind a savepoint: an event that resolves to no
+// user or plan, or that can never be processed, leaves every canonical row exactly as it
+// was, and its reason is stored on the event so that `events replay --unprocessed` finds
+// it again. Any other error is returned so the transaction rolls back and the provider
+// retries.
 func (p *Pipeline) process(ctx context.Context, tx *sql.Tx, ev event) (Processed, error) {
 	if _, err := tx.ExecContext(ctx, "savepoint process_event"); err != nil {
 		return Processed{}, err
@@ -74,13 +74,13 @@ func (p *Pipeline) process(ctx context.Context, tx *sql.Tx, ev event) (Processed
 			return Processed{}, err
 		}
 		w.changed, w.user = nil, ""
+		w.record.before.set, w.record.after.set = false, false
 	}
-	if processingError.Valid || !ev.marked {
-		if err := w.MarkEventProcessed(ctx, dbq.MarkEventProcessedParams{ID: ev.rowID, ProcessedAt: sql.NullTime{Time: p.now(), Valid: true}, ProcessingError: processingError}); err != nil {
-			return Processed{}, err
-		}
+	columns, err := p.recordColumns(ctx, w, w.record)
+	if err != nil {
+		return Processed{}, err
 	}
-	return Processed{Outcome: outcome, UserID: w.user, Reason: processingError.String, changed: w.changed}, nil
+	return Processed{Outcome: outcome, UserID: w.user, Reason: processingError.String, changed: w.changed, columns: columns}, nil
 }
 
 // applyEvent reads the event through its adapter and applies what it says.

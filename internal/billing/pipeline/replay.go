@@ -101,8 +101,10 @@ func (p *Pipeline) replayOne(ctx context.Context, provider, eventID string) (Pro
 		if fetched != nil {
 			ev = *fetched
 		}
-		done, err = p.process(ctx, tx, event{rowID: stored.ID, adapter: a, Event: ev, body: stored.Payload})
-		return err
+		if done, err = p.process(ctx, tx, event{adapter: a, Event: ev, body: stored.Payload}); err != nil {
+			return err
+		}
+		return p.storeOutcome(ctx, dbq.New(tx), stored.ID, done)
 	})
 	return done, err
 }

@@ -2,6 +2,7 @@ package playstore
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"google.golang.org/api/androidpublisher/v3"
@@ -15,6 +16,8 @@ type state struct {
 	Status    string     `json:"status"`
 	PeriodEnd *time.Time `json:"period_end"`
 	ProductID string     `json:"product_id"`
+	Amount    int64      `json:"amount,omitempty"`
+	Currency  string     `json:"currency,omitempty"`
 	User      string     `json:"user"`
 }
 
@@ -124,6 +127,7 @@ func fromPurchase(p *androidpublisher.SubscriptionPurchaseV2, at time.Time) (sta
 		if end, err := time.Parse(time.RFC3339Nano, item.ExpiryTime); err == nil && (s.PeriodEnd == nil || end.After(*s.PeriodEnd)) {
 			end = end.UTC()
 			s.PeriodEnd, s.ProductID = &end, item.ProductId
+			s.Amount, s.Currency = recurringPrice(item)
 		}
 		if s.ProductID == "" {
 			s.ProductID = item.ProductId
@@ -150,6 +154,22 @@ func fromPurchase(p *androidpublisher.SubscriptionPurchaseV2, at time.Time) (sta
 		return s, billing.Invalidf("play purchase in state %q", p.SubscriptionState)
 	}
 	return s, nil
+}
+
+// recurringPrice is what the line item's plan renews at, in the currency's minor unit.
+// Play names the base plan but not its billing period, so the period stays unknown and
+// MRR counts the subscriber without the money.
+func recurringPrice(item *androidpublisher.SubscriptionPurchaseLineItem) (int64, string) {
+	if item.AutoRenewingPlan == nil || item.AutoRenewingPlan.RecurringPrice == nil {
+		return 0, ""
+	}
+	m := item.AutoRenewingPlan.RecurringPrice
+	major := float64(m.Units) + float64(m.Nanos)/1e9
+	amount, ok := billing.MinorUnits(&major, m.CurrencyCode)
+	if !ok {
+		return 0, ""
+	}
+	return amount, strings.ToLower(m.CurrencyCode)
 }
 
 // fromProduct maps a one-time product's purchase, read at at: purchased is for good,
@@ -180,5 +200,6 @@ func (a *Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
 	return billing.Facts{
 		UserID: s.User, Unresolved: billing.NewUnresolved("unresolved play customer", "obfuscated_account_id", s.User),
 		Status: s.Status, PeriodEnd: s.PeriodEnd, Products: []string{s.ProductID}, PriceList: billing.ProviderMobile,
+		Amount: s.Amount, Currency: s.Currency,
 	}, nil
 }

@@ -170,9 +170,9 @@ func (a *Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
 	if err != nil {
 		return billing.Facts{}, err
 	}
-	amount, currency := sub.amount()
+	amount, currency, period := sub.amount()
 	return billing.Facts{
 		Link: string(sub.Customer), UserID: sub.userID(), Unresolved: unresolvedCustomer(string(sub.Customer)),
-		Status: status, PeriodEnd: periodEnd, Products: sub.priceIDs(), Amount: amount, Currency: currency,
+		Status: status, PeriodEnd: periodEnd, Products: sub.priceIDs(), Amount: amount, Currency: currency, Period: period,
 	}, nil
 }

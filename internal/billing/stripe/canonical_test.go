@@ -94,11 +94,24 @@ func TestFactsCarryTheAmount(t *testing.T) {
 	}
 	q := int64(3)
 	two.Items.Data[1].Quantity = &q
-	if amount, currency := two.amount(); amount != 1250 || currency != "eur" {
-		t.Fatalf("two items: %d %s, want 1250 eur", amount, currency)
+	if amount, currency, period := two.amount(); amount != 1250 || currency != "eur" || period != "" {
+		t.Fatalf("two items: %d %s %q, want 1250 eur and no period", amount, currency, period)
+	}
+	for i, interval := range []string{"year", "year"} {
+		two.Items.Data[i].Price.Recurring = &struct {
+			Interval      string `json:"interval"`
+			IntervalCount int64  `json:"interval_count"`
+		}{interval, 1}
+	}
+	if _, _, period := two.amount(); period != "P1Y" {
+		t.Fatalf("yearly items: period %q, want P1Y", period)
+	}
+	two.Items.Data[1].Price.Recurring.Interval = "month"
+	if _, _, period := two.amount(); period != "" {
+		t.Fatalf("items on different periods: period %q, want none", period)
 	}
 	two.Items.Data[1].Price.Currency = "usd"
-	if amount, currency := two.amount(); amount != 0 || currency != "" {
+	if amount, currency, _ := two.amount(); amount != 0 || currency != "" {
 		t.Fatalf("two currencies: %d %s, want none", amount, currency)
 	}
 }

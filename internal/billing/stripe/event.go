@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
@@ -126,6 +127,10 @@ type item struct {
 		ID         string `json:"id"`
 		UnitAmount *int64 `json:"unit_amount"`
 		Currency   string `json:"currency"`
+		Recurring  *struct {
+			Interval      string `json:"interval"`
+			IntervalCount int64  `json:"interval_count"`
+		} `json:"recurring"`
 	} `json:"price"`
 	Quantity         *int64 `json:"quantity"`
 	CurrentPeriodEnd *int64 `json:"current_period_end"`
@@ -167,15 +172,16 @@ func (s subscription) userID() string {
 	return v
 }
 
-// amount is what the subscription bills per period, in the currency's minor unit: each
-// item's unit amount times its quantity. The currency is "" when the items do not say, or
-// do not agree.
-func (s subscription) amount() (int64, string) {
+// amount is what the subscription bills per period, in the currency's minor unit (the
+// price's unit_amount is already in it, zero-decimal currencies included): each item's
+// unit amount times its quantity, and that period as an ISO 8601 duration. The currency
+// is "" when the items do not say, or do not agree; the period "" when they do not.
+func (s subscription) amount() (int64, string, string) {
 	var total int64
-	currency := ""
+	currency, period := "", ""
 	for i, item := range s.Items.Data {
 		if item.Price.UnitAmount == nil {
-			return 0, ""
+			return 0, "", ""
 		}
 		quantity := int64(1)
 		if item.Quantity != nil {
@@ -183,11 +189,27 @@ func (s subscription) amount() (int64, string) {
 		}
 		total += *item.Price.UnitAmount * quantity
 		if i > 0 && item.Price.Currency != currency {
-			return 0, ""
+			return 0, "", ""
 		}
 		currency = item.Price.Currency
+		switch p := item.period(); {
+		case i == 0:
+			period = p
+		case p != period:
+			period = "" // items billed on different periods: no one period
+		}
 	}
-	return total, currency
+	return total, currency, period
+}
+
+// period is the item's price's billing interval as an ISO 8601 duration ("P1M").
+func (i item) period() string {
+	r := i.Price.Recurring
+	unit := map[string]string{"day": "D", "week": "W", "month": "M", "year": "Y"}
+	if r == nil || unit[r.Interval] == "" {
+		return ""
+	}
+	return "P" + strconv.FormatInt(max(r.IntervalCount, 1), 10) + unit[r.Interval]
 }
 
 func (s subscription) priceIDs() []string {

@@ -102,56 +102,120 @@ func (q *Queries) ListEventsForReplay(ctx context.Context, arg ListEventsForRepl
 	return items, nil
 }
 
-const markEventProcessed = `-- name: MarkEventProcessed :exec
-update provider_events
-set processed_at = $1, processing_error = $2, updated_at = $1
-where id = $3
-`
-
-type MarkEventProcessedParams struct {
-	ProcessedAt     sql.NullTime
-	ProcessingError sql.NullString
-	ID              string
-}
-
-func (q *Queries) MarkEventProcessed(ctx context.Context, arg MarkEventProcessedParams) error {
-	_, err := q.db.ExecContext(ctx, markEventProcessed, arg.ProcessedAt, arg.ProcessingError, arg.ID)
-	return err
-}
-
-const upsertProviderEvent = `-- name: UpsertProviderEvent :one
-insert into provider_events (provider, provider_event_id, event_type, payload, received_at, processed_at, created_at, updated_at)
-values ($1, $2, $3, $4, $5, $5, $5, $5)
+const recordProviderEvent = `-- name: RecordProviderEvent :exec
+insert into provider_events (provider, provider_event_id, event_type, payload, received_at, processed_at, processing_error,
+    outcome, user_id, subscription_id, plan_before, status_before, period_end_before, plan_after, status_after, period_end_after,
+    created_at, updated_at)
+values ($1, $2, $3, $4, $5, $5, $6,
+    $7, $8, $9, $10, $11, $12,
+    $13, $14, $15, $5, $5)
 on conflict (provider, provider_event_id) do update
 set event_type = excluded.event_type,
     payload = excluded.payload,
     processed_at = excluded.processed_at,
-    processing_error = null,
+    processing_error = excluded.processing_error,
+    outcome = case when provider_events.outcome is null or provider_events.outcome in ('unresolved', 'invalid') then excluded.outcome else provider_events.outcome end,
+    user_id = coalesce(provider_events.user_id, excluded.user_id),
+    subscription_id = coalesce(provider_events.subscription_id, excluded.subscription_id),
+    plan_before = case when provider_events.plan_after is null then excluded.plan_before else provider_events.plan_before end,
+    status_before = case when provider_events.status_after is null then excluded.status_before else provider_events.status_before end,
+    period_end_before = case when provider_events.status_after is null then excluded.period_end_before else provider_events.period_end_before end,
+    plan_after = coalesce(provider_events.plan_after, excluded.plan_after),
+    status_after = coalesce(provider_events.status_after, excluded.status_after),
+    period_end_after = case when provider_events.status_after is null then excluded.period_end_after else provider_events.period_end_after end,
     updated_at = excluded.updated_at
-returning id
 `
 
-type UpsertProviderEventParams struct {
+type RecordProviderEventParams struct {
 	Provider        string
 	ProviderEventID string
 	EventType       string
 	Payload         json.RawMessage
 	Now             time.Time
+	ProcessingError sql.NullString
+	Outcome         sql.NullString
+	UserID          sql.NullString
+	SubscriptionID  sql.NullString
+	PlanBefore      sql.NullString
+	StatusBefore    sql.NullString
+	PeriodEndBefore sql.NullTime
+	PlanAfter       sql.NullString
+	StatusAfter     sql.NullString
+	PeriodEndAfter  sql.NullTime
 }
 
-// A repeat delivery rewrites type, payload and processing state but keeps received_at. The
-// event is marked processed here, in the statement that stores it, since its processing runs
-// in the same transaction: only an event that fails to apply is marked again (with its
-// reason), and a transaction that fails takes the mark with it.
-func (q *Queries) UpsertProviderEvent(ctx context.Context, arg UpsertProviderEventParams) (string, error) {
-	row := q.db.QueryRowContext(ctx, upsertProviderEvent,
+// Stores an event with what became of it, in the transaction that processed it. A repeat
+// delivery rewrites type, payload and processing state but keeps received_at, and keeps
+// the outcome and change of the first delivery that was not refused (see SetEventOutcome).
+func (q *Queries) RecordProviderEvent(ctx context.Context, arg RecordProviderEventParams) error {
+	_, err := q.db.ExecContext(ctx, recordProviderEvent,
 		arg.Provider,
 		arg.ProviderEventID,
 		arg.EventType,
 		arg.Payload,
 		arg.Now,
+		arg.ProcessingError,
+		arg.Outcome,
+		arg.UserID,
+		arg.SubscriptionID,
+		arg.PlanBefore,
+		arg.StatusBefore,
+		arg.PeriodEndBefore,
+		arg.PlanAfter,
+		arg.StatusAfter,
+		arg.PeriodEndAfter,
 	)
-	var id string
-	err := row.Scan(&id)
-	return id, err
+	return err
+}
+
+const setEventOutcome = `-- name: SetEventOutcome :exec
+update provider_events
+set processed_at = $1,
+    processing_error = $2,
+    outcome = case when outcome is null or outcome in ('unresolved', 'invalid') then $3 else outcome end,
+    user_id = coalesce(user_id, $4),
+    subscription_id = coalesce(subscription_id, $5),
+    plan_before = case when status_after is null then $6 else plan_before end,
+    status_before = case when status_after is null then $7 else status_before end,
+    period_end_before = case when status_after is null then $8 else period_end_before end,
+    plan_after = coalesce(plan_after, $9),
+    period_end_after = case when status_after is null then $10 else period_end_after end,
+    status_after = coalesce(status_after, $11),
+    updated_at = $1
+where id = $12
+`
+
+type SetEventOutcomeParams struct {
+	Now             sql.NullTime
+	ProcessingError sql.NullString
+	Outcome         sql.NullString
+	UserID          sql.NullString
+	SubscriptionID  sql.NullString
+	PlanBefore      sql.NullString
+	StatusBefore    sql.NullString
+	PeriodEndBefore sql.NullTime
+	PlanAfter       sql.NullString
+	PeriodEndAfter  sql.NullTime
+	StatusAfter     sql.NullString
+	ID              string
+}
+
+// A replay's result. An event keeps the outcome and change of its first processing that
+// was not refused: replaying an applied event finds a duplicate, which is not news.
+func (q *Queries) SetEventOutcome(ctx context.Context, arg SetEventOutcomeParams) error {
+	_, err := q.db.ExecContext(ctx, setEventOutcome,
+		arg.Now,
+		arg.ProcessingError,
+		arg.Outcome,
+		arg.UserID,
+		arg.SubscriptionID,
+		arg.PlanBefore,
+		arg.StatusBefore,
+		arg.PeriodEndBefore,
+		arg.PlanAfter,
+		arg.PeriodEndAfter,
+		arg.StatusAfter,
+		arg.ID,
+	)
+	return err
 }

@@ -27,6 +27,25 @@ type BillingCustomer struct {
 	UpdatedAt     time.Time
 }
 
+type BillingDay struct {
+	Day         time.Time
+	Provider    string
+	PlanKey     string
+	Currency    string
+	Subscribers int64
+	Unpriced    int64
+	MrrMinor    int64
+}
+
+type ConsoleAudit struct {
+	ID        int64
+	Operator  string
+	Action    string
+	Target    string
+	Result    string
+	CreatedAt time.Time
+}
+
 type DevIdentityKey struct {
 	Kid        string
 	PrivateKey string
@@ -44,6 +63,13 @@ type Entitlement struct {
 	ID        int64
 	Name      string
 	CreatedAt time.Time
+}
+
+type KnownUser struct {
+	UserID    string
+	Email     string
+	FirstSeen time.Time
+	LastSeen  time.Time
 }
 
 type OutboundDelivery struct {
@@ -112,6 +138,15 @@ type ProviderEvent struct {
 	ProcessingError sql.NullString
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	Outcome         sql.NullString
+	UserID          sql.NullString
+	SubscriptionID  sql.NullString
+	PlanBefore      sql.NullString
+	StatusBefore    sql.NullString
+	PeriodEndBefore sql.NullTime
+	PlanAfter       sql.NullString
+	StatusAfter     sql.NullString
+	PeriodEndAfter  sql.NullTime
 }
 
 type ProviderSubscription struct {
@@ -127,6 +162,9 @@ type ProviderSubscription struct {
 	PaidEventAt            sql.NullTime
 	CreatedAt              time.Time
 	UpdatedAt              time.Time
+	Amount                 sql.NullInt64
+	Currency               sql.NullString
+	BillingPeriod          sql.NullString
 }
 
 type ServiceKey struct {

@@ -170,7 +170,11 @@ values ($1, $2, $3, $3)
 on conflict (provider, provider_subscription_id) do update set provider_subscription_id = excluded.provider_subscription_id
 returning id, provider_customer_id, state, last_event_id, last_event_type, last_event_at, paid_through, paid_event_at,
     -- The plan catalogue's version, here to save its own round trip.
-    (select version from plans_version) as plans_version
+    (select version from plans_version) as plans_version,
+    -- The canonical row as it stands before the event, for the event's record.
+    coalesce((select s.plan_id from subscriptions s where s.provider_subscription_id = provider_subscriptions.id), 0) as plan_before,
+    coalesce((select s.status from subscriptions s where s.provider_subscription_id = provider_subscriptions.id), '') as status_before,
+    (select s.current_period_end from subscriptions s where s.provider_subscription_id = provider_subscriptions.id) as period_end_before
 `
 
 type LockProviderSubscriptionParams struct {
@@ -189,6 +193,9 @@ type LockProviderSubscriptionRow struct {
 	PaidThrough        sql.NullTime
 	PaidEventAt        sql.NullTime
 	PlansVersion       int64
+	PlanBefore         interface{}
+	StatusBefore       interface{}
+	PeriodEndBefore    sql.NullTime
 }
 
 // Creates the row if needed and, on Postgres, holds its row lock until the transaction ends,
@@ -206,6 +213,9 @@ func (q *Queries) LockProviderSubscription(ctx context.Context, arg LockProvider
 		&i.PaidThrough,
 		&i.PaidEventAt,
 		&i.PlansVersion,
+		&i.PlanBefore,
+		&i.StatusBefore,
+		&i.PeriodEndBefore,
 	)
 	return i, err
 }
@@ -248,8 +258,13 @@ set provider_customer_id = $1,
     last_event_at = $5,
     paid_through = $6,
     paid_event_at = $7,
-    updated_at = $8
-where id = $9
+    -- A price is kept until the provider names another: writes that carry none (a
+    -- payment, an ended subscription) leave it.
+    amount = coalesce($8, amount),
+    currency = coalesce($9, currency),
+    billing_period = coalesce($10, billing_period),
+    updated_at = $11
+where id = $12
 `
 
 type SaveProviderSubscriptionParams struct {
@@ -260,6 +275,9 @@ type SaveProviderSubscriptionParams struct {
 	LastEventAt        sql.NullTime
 	PaidThrough        sql.NullTime
 	PaidEventAt        sql.NullTime
+	Amount             sql.NullInt64
+	Currency           sql.NullString
+	BillingPeriod      sql.NullString
 	Now                time.Time
 	ID                 int64
 }
@@ -273,6 +291,9 @@ func (q *Queries) SaveProviderSubscription(ctx context.Context, arg SaveProvider
 		arg.LastEventAt,
 		arg.PaidThrough,
 		arg.PaidEventAt,
+		arg.Amount,
+		arg.Currency,
+		arg.BillingPeriod,
 		arg.Now,
 		arg.ID,
 	)

@@ -1,21 +1,45 @@
--- name: UpsertProviderEvent :one
--- A repeat delivery rewrites type, payload and processing state but keeps received_at. The
--- event is marked processed here, in the statement that stores it, since its processing runs
--- in the same transaction: only an event that fails to apply is marked again (with its
--- reason), and a transaction that fails takes the mark with it.
-insert into provider_events (provider, provider_event_id, event_type, payload, received_at, processed_at, created_at, updated_at)
-values (sqlc.arg(provider), sqlc.arg(provider_event_id), sqlc.arg(event_type), sqlc.arg(payload), sqlc.arg(now), sqlc.arg(now), sqlc.arg(now), sqlc.arg(now))
+-- name: RecordProviderEvent :exec
+-- Stores an event with what became of it, in the transaction that processed it. A repeat
+-- delivery rewrites type, payload and processing state but keeps received_at, and keeps
+-- the outcome and change of the first delivery that was not refused (see SetEventOutcome).
+insert into provider_events (provider, provider_event_id, event_type, payload, received_at, processed_at, processing_error,
+    outcome, user_id, subscription_id, plan_before, status_before, period_end_before, plan_after, status_after, period_end_after,
+    created_at, updated_at)
+values (sqlc.arg(provider), sqlc.arg(provider_event_id), sqlc.arg(event_type), sqlc.arg(payload), sqlc.arg(now), sqlc.arg(now), sqlc.narg(processing_error),
+    sqlc.arg(outcome), sqlc.narg(user_id), sqlc.narg(subscription_id), sqlc.narg(plan_before), sqlc.narg(status_before), sqlc.narg(period_end_before),
+    sqlc.narg(plan_after), sqlc.narg(status_after), sqlc.narg(period_end_after), sqlc.arg(now), sqlc.arg(now))
 on conflict (provider, provider_event_id) do update
 set event_type = excluded.event_type,
     payload = excluded.payload,
     processed_at = excluded.processed_at,
-    processing_error = null,
-    updated_at = excluded.updated_at
-returning id;
+    processing_error = excluded.processing_error,
+    outcome = case when provider_events.outcome is null or provider_events.outcome in ('unresolved', 'invalid') then excluded.outcome else provider_events.outcome end,
+    user_id = coalesce(provider_events.user_id, excluded.user_id),
+    subscription_id = coalesce(provider_events.subscription_id, excluded.subscription_id),
+    plan_before = case when provider_events.plan_after is null then excluded.plan_before else provider_events.plan_before end,
+    status_before = case when provider_events.status_after is null then excluded.status_before else provider_events.status_before end,
+    period_end_before = case when provider_events.status_after is null then excluded.period_end_before else provider_events.period_end_before end,
+    plan_after = coalesce(provider_events.plan_after, excluded.plan_after),
+    status_after = coalesce(provider_events.status_after, excluded.status_after),
+    period_end_after = case when provider_events.status_after is null then excluded.period_end_after else provider_events.period_end_after end,
+    updated_at = excluded.updated_at;
 
--- name: MarkEventProcessed :exec
+-- name: SetEventOutcome :exec
+-- A replay's result. An event keeps the outcome and change of its first processing that
+-- was not refused: replaying an applied event finds a duplicate, which is not news.
 update provider_events
-set processed_at = sqlc.arg(processed_at), processing_error = sqlc.narg(processing_error), updated_at = sqlc.arg(processed_at)
+set processed_at = sqlc.arg(now),
+    processing_error = sqlc.narg(processing_error),
+    outcome = case when outcome is null or outcome in ('unresolved', 'invalid') then sqlc.arg(outcome) else outcome end,
+    user_id = coalesce(user_id, sqlc.narg(user_id)),
+    subscription_id = coalesce(subscription_id, sqlc.narg(subscription_id)),
+    plan_before = case when status_after is null then sqlc.narg(plan_before) else plan_before end,
+    status_before = case when status_after is null then sqlc.narg(status_before) else status_before end,
+    period_end_before = case when status_after is null then sqlc.narg(period_end_before) else period_end_before end,
+    plan_after = coalesce(plan_after, sqlc.narg(plan_after)),
+    period_end_after = case when status_after is null then sqlc.narg(period_end_after) else period_end_after end,
+    status_after = coalesce(status_after, sqlc.narg(status_after)),
+    updated_at = sqlc.arg(now)
 where id = sqlc.arg(id);
 
 -- name: GetProviderEvent :one

@@ -24,7 +24,11 @@ values (sqlc.arg(provider), sqlc.arg(provider_subscription_id), sqlc.arg(now), s
 on conflict (provider, provider_subscription_id) do update set provider_subscription_id = excluded.provider_subscription_id
 returning id, provider_customer_id, state, last_event_id, last_event_type, last_event_at, paid_through, paid_event_at,
     -- The plan catalogue's version, here to save its own round trip.
-    (select version from plans_version) as plans_version;
+    (select version from plans_version) as plans_version,
+    -- The canonical row as it stands before the event, for the event's record.
+    coalesce((select s.plan_id from subscriptions s where s.provider_subscription_id = provider_subscriptions.id), 0) as plan_before,
+    coalesce((select s.status from subscriptions s where s.provider_subscription_id = provider_subscriptions.id), '') as status_before,
+    (select s.current_period_end from subscriptions s where s.provider_subscription_id = provider_subscriptions.id) as period_end_before;
 
 -- name: SaveProviderSubscription :exec
 update provider_subscriptions
@@ -35,6 +39,11 @@ set provider_customer_id = sqlc.narg(provider_customer_id),
     last_event_at = sqlc.narg(last_event_at),
     paid_through = sqlc.narg(paid_through),
     paid_event_at = sqlc.narg(paid_event_at),
+    -- A price is kept until the provider names another: writes that carry none (a
+    -- payment, an ended subscription) leave it.
+    amount = coalesce(sqlc.narg(amount), amount),
+    currency = coalesce(sqlc.narg(currency), currency),
+    billing_period = coalesce(sqlc.narg(billing_period), billing_period),
     updated_at = sqlc.arg(now)
 where id = sqlc.arg(id);
 

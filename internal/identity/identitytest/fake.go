@@ -741,11 +741,17 @@ func (f *Fake) sessionResponse(s *session) map[string]any {
 		"expires_at": exp.Unix(), "refresh_token": rt, "user": f.userJSON(s.user)}
 }
 
+// userJSON follows models/user.go: email_confirmed_at is there only once the address is
+// confirmed (the fake dates that to the user's creation).
 func (f *Fake) userJSON(u *user) map[string]any {
-	return map[string]any{"id": u.ID, "aud": "authenticated", "role": "authenticated", "email": u.Email, "phone": u.Phone,
+	body := map[string]any{"id": u.ID, "aud": "authenticated", "role": "authenticated", "email": u.Email, "phone": u.Phone,
 		"app_metadata":  map[string]any{"provider": u.Provider, "providers": []string{u.Provider}},
 		"user_metadata": u.Metadata, "identities": []any{}, "factors": []any{},
 		"created_at": u.CreatedAt.Format(time.RFC3339Nano), "last_sign_in_at": time.Now().UTC().Format(time.RFC3339Nano)}
+	if u.Confirmed && u.Email != "" {
+		body["email_confirmed_at"] = u.CreatedAt.Format(time.RFC3339Nano)
+	}
+	return body
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,0 +1,273 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tollgate/tollgate/internal/billing/stripe"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/identity/identitytest"
+)
+
+var updateScreenshots = flag.Bool("update-screenshots", false, "rewrite the console's screenshots in docs/console")
+
+// consoleHistory is what TestBrowserConsole seeds through the webhooks: a web subscriber
+// in USD, one in EUR, one who churned, one mobile subscriber, and an event whose price no
+// plan sells yet.
+type consoleHistory struct {
+	usd, eur, churned, mobile, unmapped string // user ids
+}
+
+func seedConsoleHistory(t *testing.T, base string, fake *identitytest.Fake) consoleHistory {
+	t.Helper()
+	now := time.Now().UTC()
+	var h consoleHistory
+	h.usd, _ = fake.Token("usd@example.test")
+	h.eur, _ = fake.Token("eur@example.test")
+	h.churned, _ = fake.Token("churned@example.test")
+	h.mobile, _ = fake.Token("mobile@example.test")
+	h.unmapped, _ = fake.Token("unmapped@example.test")
+	web := func(user, sub, status string, at time.Time, edit func(price map[string]any)) {
+		t.Helper()
+		body := editFixture(t, "../billing/testdata/web/customer.subscription.updated.json", func(m map[string]any) {
+			object := m["data"].(map[string]any)["object"].(map[string]any)
+			object["id"], object["customer"], object["status"] = sub, "cus_"+sub, status
+			object["metadata"] = map[string]any{"user_id": user}
+			if edit != nil {
+				for _, item := range object["items"].(map[string]any)["data"].([]any) {
+					edit(item.(map[string]any)["price"].(map[string]any))
+				}
+			}
+		})
+		body, err := stripe.MoveToNow(body, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, err := postWeb(http.DefaultClient, base, body); code != http.StatusOK {
+			t.Fatalf("web event for %s: %d %v", sub, code, err)
+		}
+	}
+	web(h.usd, "sub_console_usd", "active", now.Add(-3*time.Hour), nil)
+	web(h.eur, "sub_console_eur", "active", now.Add(-2*time.Hour), func(p map[string]any) { p["currency"], p["unit_amount"] = "eur", 2500 })
+	web(h.churned, "sub_console_churn", "active", now.Add(-time.Hour), nil)
+	web(h.churned, "sub_console_churn", "canceled", now.Add(-30*time.Minute), nil)
+	web(h.unmapped, "sub_console_unmapped", "active", now.Add(-20*time.Minute), func(p map[string]any) { p["id"] = "price_console_unmapped" })
+
+	const mobileTime = "2006-01-02T15:04:05.000000-0700"
+	mobile := editFixture(t, "../billing/testdata/mobile/subscription_started.json", func(m map[string]any) {
+		m["customer_user_id"] = h.mobile
+		m["event_datetime"] = now.Add(-10 * time.Minute).Format(mobileTime)
+		props := m["event_properties"].(map[string]any)
+		props["purchase_date"] = now.Add(-10 * time.Minute).Format(mobileTime)
+		props["subscription_expires_at"] = now.Add(-10*time.Minute).AddDate(0, 1, 0).Format(mobileTime)
+	})
+	req, _ := http.NewRequest(http.MethodPost, base+"/billing/webhooks/mobile", strings.NewReader(string(mobile)))
+	req.Header.Set("Authorization", mobileSecret)
+	if status, _, err := send(http.DefaultClient, req); err != nil || status != http.StatusOK {
+		t.Fatalf("mobile event: %d %v", status, err)
+	}
+	return h
+}
+
+// TestBrowserConsole signs an operator in through the forms and walks every console page
+// against a seeded history, checking what the pages say against the database.
+func TestBrowserConsole(t *testing.T) {
+	ctx := browser(t)
+	fake := identitytest.New(t)
+	fake.Autoconfirm = true
+	env := testEnv(t, map[string]string{"APP_ENV": "development", "AUTH_URL": fake.URL, "ADMIN_EMAILS": "Ops@Example.test"})
+	_, logs := startServeLogs(t, env)
+	base := env["PUBLIC_URL"]
+	h := seedConsoleHistory(t, base, fake)
+	d, err := db.Open(context.Background(), env["DATABASE_URL"], time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	scalar := func(query string, args ...any) float64 {
+		t.Helper()
+		var v float64
+		if err := d.QueryRowContext(context.Background(), query, args...).Scan(&v); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		return v
+	}
+	// History the server cannot derive: a snapshot from ten days ago.
+	past := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -10)
+	if _, err := d.ExecContext(context.Background(), `insert into billing_days (day, provider, plan_key, currency, subscribers, unpriced, mrr_minor)
+		values ($1, 'web', 'pro', 'usd', 7, 0, 7000)`, past); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ExecContext(context.Background(), `insert into outbound_deliveries (message_id, user_id, event_type, payload, status, attempts, next_attempt_at, give_up_at, last_error, created_at)
+		values ('msg_console_failed', $1, 'entitlements.changed', '{}', 'failed', 9, $2, $2, 'receiver answered 500', $2)`, h.usd, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+
+	tab := newTab(t, ctx, base)
+	location, textOf, run := tab.location, tab.text, tab.run
+	eval := func(js string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		return v
+	}
+	shot := func(name string) chromedp.Action[chromedp.Void] {
+		if !*updateScreenshots {
+			return chromedp.Steps()
+		}
+		return chromedp.Steps(
+			chromedp.EmulateViewport(1280, 900), docsScreenshot(name+"-1280"),
+			chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), docsScreenshot(name+"-390"),
+			chromedp.EmulateViewport(1280, 900))
+	}
+
+	t.Run("a signed-out browser is sent to sign in, and back", func(t *testing.T) {
+		fake.AddUser("ops@example.test", "a-good-password")
+		run("open", chromedp.Navigate(base+"/admin/customers"), chromedp.WaitVisible(chromedp.CSS("#email")))
+		if !strings.HasPrefix(location(), "/session/new") {
+			t.Fatalf("signed out, /admin/customers went to %s", location())
+		}
+		run("sign in", chromedp.SendKeys(chromedp.CSS("#email"), "ops@example.test"), chromedp.SendKeys(chromedp.CSS("#password"), "a-good-password"),
+			chromedp.Submit(chromedp.CSS("#password")), chromedp.WaitVisible(chromedp.CSS("form.filters")))
+		if location() != "/admin/customers" {
+			t.Fatalf("after sign-in at %s", location())
+		}
+	})
+
+	t.Run("the overview's numbers are the database's", func(t *testing.T) {
+		run("overview", chromedp.Navigate(base+"/admin"), chromedp.WaitReady(chromedp.CSS("main")))
+		if !strings.Contains(eval(`document.body.innerHTML`), "chart-active") {
+			t.Fatalf("overview: %s\n%s", eval(`document.body.innerText`), logs())
+		}
+		run("overview", shot("overview"))
+		entitling := `from subscriptions s join provider_subscriptions ps on ps.id = s.provider_subscription_id
+			where s.status in ('active', 'trialing', 'past_due', 'cancelled') and (s.current_period_end is null or s.current_period_end > $1)`
+		active := scalar("select count(*) "+entitling, time.Now().UTC())
+		if got := textOf("#total-active"); got != strconv.Itoa(int(active)) || active != 3 {
+			t.Fatalf("active subscribers %s on the page, %v in the database (want 3: usd, eur, mobile)", got, active)
+		}
+		for _, cur := range []string{"usd", "eur"} {
+			minor := scalar("select coalesce(sum(ps.amount), 0) "+entitling+" and ps.currency = $2 and ps.billing_period = 'P1M'", time.Now().UTC(), cur)
+			want := fmt.Sprintf("%.2f %s", minor/100, strings.ToUpper(cur))
+			if got := textOf(`.mrr-now[data-currency="` + cur + `"]`); got != want || minor == 0 {
+				t.Fatalf("MRR in %s: page %q, database %s", cur, got, want)
+			}
+		}
+		churned := scalar(`select count(*) from provider_events where outcome = 'applied' and status_after in ('expired', 'refunded')`)
+		newSubs := scalar(`select count(*) from subscriptions`)
+		webhooks := scalar(`select count(*) from provider_events`)
+		for chart, want := range map[string]float64{"churned": churned, "new": newSubs, "webhooks": webhooks} {
+			total := eval(`document.querySelector("#chart-` + chart + `").dataset.total`)
+			if got, _ := strconv.ParseFloat(total, 64); got != want || want == 0 {
+				t.Errorf("chart %s totals %s, the database %v", chart, total, want)
+			}
+		}
+		pastRow := eval(`(document.querySelector('#chart-active tr[data-day="` + past.Format(time.DateOnly) + `"]') || {}).textContent || ""`)
+		if !strings.Contains(pastRow, "7") {
+			t.Errorf("the snapshot of %s is not in the active chart: %q", past.Format(time.DateOnly), pastRow)
+		}
+		if bars := eval(`String(document.querySelectorAll("#chart-webhooks svg rect").length)`); bars == "0" {
+			t.Error("the webhooks chart draws no bars")
+		}
+	})
+
+	t.Run("search finds the customer by e-mail, user id and customer id", func(t *testing.T) {
+		// The user's e-mail is known once their token has been seen on the API.
+		_, token := fake.Token("usd@example.test")
+		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/me", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if status, _, err := send(http.DefaultClient, req); status != http.StatusOK {
+			t.Fatalf("/api/v1/me: %d %v", status, err)
+		}
+		for i, q := range []string{"usd@exa", h.usd, "cus_sub_console_usd"} {
+			run("search "+q, chromedp.Navigate(base+"/admin/customers?q="+q), chromedp.WaitVisible(chromedp.CSS("#results")))
+			if i == 0 {
+				run("shot", shot("customers"))
+			}
+			if got := textOf("#results tbody"); !strings.Contains(got, h.usd) || !strings.Contains(got, "Pro") || !strings.Contains(got, "web") {
+				t.Errorf("search %q: %q", q, got)
+			}
+		}
+	})
+
+	t.Run("the timeline lists the customer's events with their changes", func(t *testing.T) {
+		run("customer", chromedp.Navigate(base+"/admin/customers/"+h.churned), chromedp.WaitVisible(chromedp.CSS("#timeline")), shot("customer"))
+		rows := textOf("#timeline tbody")
+		canceled, active := strings.Index(rows, "expired"), strings.Index(rows, "none →")
+		if canceled < 0 || active < 0 || canceled > active {
+			t.Fatalf("timeline, newest first, should show active → expired then none → active:\n%s", rows)
+		}
+		if !strings.Contains(rows, "pro · active") || strings.Count(rows, "applied") != 2 {
+			t.Fatalf("timeline outcomes and changes:\n%s", rows)
+		}
+	})
+
+	t.Run("replay completes an unresolved event once its price is mapped", func(t *testing.T) {
+		run("events", chromedp.Navigate(base+"/admin/events?outcome=unresolved"), chromedp.WaitVisible(chromedp.CSS("#events")), shot("events"))
+		if got := textOf("#events tbody"); !strings.Contains(got, "unmapped price") {
+			t.Fatalf("unresolved events: %q", got)
+		}
+		if _, err := d.ExecContext(context.Background(), `insert into plan_prices (provider, price_id, plan_id, position, created_at)
+			select 'web', 'price_console_unmapped', id, 9, $1 from plans where key = 'pro'`, time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.ExecContext(context.Background(), `update plans_version set version = version + 1`); err != nil {
+			t.Fatal(err)
+		}
+		run("replay", chromedp.Click(chromedp.CSS("#events tbody button")), chromedp.WaitVisible(chromedp.CSS("#payload")), shot("event"))
+		if got := textOf("#outcome"); got != "applied" {
+			t.Fatalf("after replay the event is %q", got)
+		}
+		if n := scalar(`select count(*) from console_audit where operator = 'ops@example.test' and action = 'replay' and result = 'applied'`); n != 1 {
+			t.Fatalf("%v audit rows for the replay", n)
+		}
+	})
+
+	t.Run("retry re-queues a failed delivery", func(t *testing.T) {
+		run("deliveries", chromedp.Navigate(base+"/admin/deliveries"), chromedp.WaitVisible(chromedp.CSS("table.deliveries")), shot("deliveries"),
+			chromedp.Click(chromedp.CSS("table.deliveries tbody button")), chromedp.WaitVisible(chromedp.CSS(".notice")))
+		if status := scalar(`select count(*) from outbound_deliveries where message_id = 'msg_console_failed' and status = 'pending'`); status != 1 {
+			t.Fatal("the failed delivery is not pending again")
+		}
+	})
+
+	t.Run("plans", func(t *testing.T) {
+		run("plans", chromedp.Navigate(base+"/admin/plans"), chromedp.WaitVisible(chromedp.CSS("#plans")), shot("plans"))
+		pro := scalar(`select count(*) from subscriptions s join plans p on p.id = s.plan_id where p.key = 'pro' and s.status = 'active'`)
+		if got := textOf(`tr[data-plan="pro"] td.subscribers`); !strings.HasPrefix(got, strconv.Itoa(int(pro))) {
+			t.Fatalf("pro subscribers %q, database %v", got, pro)
+		}
+	})
+
+	t.Run("the pages fit a phone", func(t *testing.T) {
+		run("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Navigate(base+"/admin"), chromedp.WaitVisible(chromedp.CSS("#chart-active")))
+		overflow := eval(`String(document.documentElement.scrollWidth > window.innerWidth + 1)`)
+		run("back to the desktop", chromedp.EmulateViewport(1280, 900))
+		if overflow == "true" {
+			t.Error("the overview is wider than a phone")
+		}
+	})
+}
+
+// docsScreenshot writes the page to docs/console, for the console's documentation.
+func docsScreenshot(name string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, target *chromedp.Target) (chromedp.Void, error) {
+		png, err := chromedp.FullScreenshot(100)(ctx, target) // 100: PNG, else JPEG
+		if err == nil {
+			err = os.WriteFile(filepath.Join("../../docs/console", name+".png"), png, 0o644)
+		}
+		return chromedp.Void{}, err
+	}
+}

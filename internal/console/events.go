@@ -1,0 +1,105 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
+	"github.com/tollgate/tollgate/internal/db/dbq"
+)
+
+type eventsData struct {
+	Provider, Type, Outcome, Since string
+	Providers, Outcomes            []string
+	Events                         []dbq.ListEventsForConsoleRow
+	Page                           int
+	More                           bool
+	// Query is the filters as a query string, for the pager's links.
+	Query string
+}
+
+// outcomes are the filter's choices, as stored.
+var outcomes = []string{"unresolved", "invalid", "applied", "duplicate", "stale", "ignored"}
+
+// events is GET /admin/events: the stored events, unresolved and refused ones first, by
+// provider, type, outcome and since when.
+func (c *Console) events(w http.ResponseWriter, r *http.Request) {
+	query := r.URL.Query()
+	data := eventsData{
+		Provider: query.Get("provider"), Type: strings.TrimSpace(query.Get("type")), Outcome: query.Get("outcome"),
+		Since: query.Get("since"), Providers: c.providers(), Outcomes: outcomes, Page: pageNumber(r),
+	}
+	since := time.Time{}
+	if data.Since != "" {
+		var err error
+		if since, err = time.Parse(time.DateOnly, data.Since); err != nil {
+			c.fail(w, r, errBadInput)
+			return
+		}
+	}
+	rows, err := dbq.New(c.opts.DB).ListEventsForConsole(r.Context(), dbq.ListEventsForConsoleParams{
+		Provider: data.Provider, EventType: data.Type, Outcome: data.Outcome, Since: since,
+		Max: pageSize + 1, Skip: int32((data.Page - 1) * pageSize),
+	})
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	data.More = len(rows) > pageSize
+	data.Events = rows[:min(len(rows), pageSize)]
+	data.Query = url.Values{"provider": {data.Provider}, "type": {data.Type}, "outcome": {data.Outcome}, "since": {data.Since}}.Encode()
+	c.render(w, r, http.StatusOK, "events", page{Title: "Events", Section: "events", Data: data})
+}
+
+// providers are the providers tollgate processes, for the filters.
+func (c *Console) providers() []string {
+	return c.opts.Pipeline.Providers()
+}
+
+type eventData struct {
+	Event   dbq.GetEventByRowIDRow
+	Payload string
+}
+
+// event is GET /admin/events/{id}: one stored event with its raw payload, the one page
+// that shows a provider's body.
+func (c *Console) event(w http.ResponseWriter, r *http.Request) {
+	ev, err := dbq.New(c.opts.DB).GetEventByRowID(r.Context(), r.PathValue("id"))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, ev.Payload, "", "  ") != nil {
+		pretty.Reset()
+		pretty.Write(ev.Payload)
+	}
+	c.render(w, r, http.StatusOK, "event", page{Title: "Event", Section: "events", Data: eventData{Event: ev, Payload: pretty.String()}})
+}
+
+// replay is POST /admin/events/{id}/replay: the same replay as `tollgate events replay`,
+// of this one event, with an audit line naming the operator.
+func (c *Console) replay(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ev, err := dbq.New(c.opts.DB).GetEventByRowID(ctx, r.PathValue("id"))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	result := ""
+	_, err = c.opts.Pipeline.Replay(ctx, pipeline.ReplayFilter{Provider: ev.Provider, EventID: ev.ProviderEventID},
+		func(_, _, outcome string) { result = outcome })
+	if err != nil {
+		result = "failed"
+	}
+	c.audit(ctx, "replay", ev.Provider+" "+ev.ProviderEventID, result)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/admin/events/"+url.PathEscape(ev.ID)+"?done=replayed", http.StatusSeeOther)
+}

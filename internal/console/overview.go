@@ -1,0 +1,124 @@
+package console
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/db/dbq"
+)
+
+// chartDays is how far back the overview's charts reach.
+const chartDays = 90
+
+type overviewData struct {
+	Now      standing
+	Total    int64
+	MRR      []money // per currency, now
+	Unpriced int64
+	Charts   []chart
+}
+
+// money is an amount in a currency's major unit.
+type money struct {
+	Currency string
+	Amount   float64
+}
+
+// overview is GET /admin: subscribers and MRR now, and the charts of the last 90 days.
+func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	now, err := c.currentStanding(ctx)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if err := c.snapshot(ctx, now); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	data := overviewData{Now: now}
+	mrr := map[string]int64{}
+	for _, row := range now {
+		data.Total += row.Subscribers
+		data.Unpriced += row.Unpriced
+		if row.Currency != "" {
+			mrr[row.Currency] += row.MRR
+		}
+	}
+	data.MRR = inMajorUnits(mrr)
+	if data.Charts, err = c.charts(ctx); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Section: "overview", Data: data})
+}
+
+// charts are the overview's daily charts.
+func (c *Console) charts(ctx context.Context) ([]chart, error) {
+	today := c.now()
+	days := lastDays(today, chartDays)
+	since, _ := time.Parse(time.DateOnly, days[0])
+	stored, err := dbq.New(c.opts.DB).ListBillingDays(ctx, since)
+	if err != nil {
+		return nil, err
+	}
+	active, mrr := dayCounts{}, dayCounts{}
+	for _, d := range stored {
+		day := d.Day.UTC().Format(time.DateOnly)
+		add(active, day, d.Provider, d.Subscribers)
+		if d.Currency != "" {
+			add(mrr, day, d.Currency, d.MrrMinor)
+		}
+	}
+	providers := []string{billing.ProviderWeb, billing.ProviderMobile, billing.ProviderAppStore, billing.ProviderPlayStore}
+	charts := []chart{
+		chartOf("active", "Active subscribers by provider", true, days, active, providers, count),
+		chartOf("mrr", "MRR by currency", true, days, mrr, nil, majorUnits),
+	}
+	charts[0].Note = "As kept each day the server ran; a day without a point had no snapshot."
+	charts[1].Note = "Each currency in its own unit; nothing is converted."
+	for _, q := range []struct{ name, id, title string }{
+		{"new", "new", "New subscriptions"}, {"churned", "churned", "Churned subscriptions (expired or refunded)"},
+		{"webhooks", "webhooks", "Webhooks by outcome"}, {"deliveries", "deliveries", "Outbound deliveries"},
+	} {
+		counts, err := c.countByDay(ctx, q.name, since)
+		if err != nil {
+			return nil, err
+		}
+		order := providers
+		switch q.name {
+		case "webhooks":
+			order = []string{billing.OutcomeApplied, billing.OutcomeDuplicate, billing.OutcomeStale, billing.OutcomeIgnored, billing.OutcomeUnresolved, "error"}
+		case "deliveries":
+			order = []string{"delivered", "retrying", "failed"}
+		}
+		charts = append(charts, chartOf(q.id, q.title, false, days, counts, order, count))
+	}
+	return charts, nil
+}
+
+func add(counts dayCounts, day, key string, n int64) {
+	if counts[day] == nil {
+		counts[day] = map[string]int64{}
+	}
+	counts[day][key] += n
+}
+
+// majorUnits scales a currency's minor units to its major unit.
+func majorUnits(currency string, minor int64) float64 {
+	return float64(minor) / math.Pow10(billing.Decimals(currency))
+}
+
+// inMajorUnits lists amounts in minor units by currency as money, by currency.
+func inMajorUnits(minor map[string]int64) []money {
+	var out []money
+	for cur, v := range minor {
+		out = append(out, money{Currency: cur, Amount: majorUnits(cur, v)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Currency < out[j].Currency })
+	return out
+}

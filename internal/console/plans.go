@@ -1,0 +1,72 @@
+package console
+
+import (
+	"net/http"
+	"sort"
+
+	"github.com/tollgate/tollgate/internal/db/dbq"
+)
+
+type plansData struct {
+	Plans []planRow
+}
+
+type planRow struct {
+	Key, Name         string
+	Tier              int32
+	Default, Archived bool
+	Entitlements      []string
+	Prices            []dbq.ListPlanPricesRow
+	Subscribers       int64
+	ByProvider        map[string]int64
+}
+
+// plans is GET /admin/plans: the catalogue as synced, each plan's prices and products,
+// entitlements, and how many subscribers it has now.
+func (c *Console) plans(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := dbq.New(c.opts.DB)
+	plans, err := q.ListPlans(ctx)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	prices, err := q.ListPlanPrices(ctx)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	values, err := q.ListAllPlanEntitlements(ctx)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	now, err := c.currentStanding(ctx)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	var data plansData
+	for _, p := range plans {
+		row := planRow{Key: p.Key, Name: p.Name, Tier: p.Tier, Default: p.IsDefault, Archived: p.ArchivedAt.Valid, ByProvider: map[string]int64{}}
+		for _, pr := range prices {
+			if pr.PlanID == p.ID {
+				row.Prices = append(row.Prices, pr)
+			}
+		}
+		for _, v := range values {
+			if v.PlanID == p.ID {
+				row.Entitlements = append(row.Entitlements, v.Name+" = "+v.Value)
+			}
+		}
+		for _, s := range now {
+			if s.Plan == p.Key {
+				row.Subscribers += s.Subscribers
+				row.ByProvider[s.Provider] += s.Subscribers
+			}
+		}
+		sort.Strings(row.Entitlements)
+		data.Plans = append(data.Plans, row)
+	}
+	c.render(w, r, http.StatusOK, "plans", page{Title: "Plans", Section: "plans", Data: data})
+}

@@ -1,0 +1,35 @@
+package console
+
+import (
+	"net/http"
+
+	"github.com/tollgate/tollgate/internal/route"
+)
+
+// Handler is the console's whole URL table, every route behind the operator gate. It is
+// served behind the forms' session, security headers (no-store, framed by nobody) and
+// cross-origin protection on every POST.
+func (c *Console) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin", c.overview)
+	mux.HandleFunc("GET /admin/{$}", c.overview)
+	mux.HandleFunc("GET /admin/customers", c.customers)
+	mux.HandleFunc("GET /admin/customers/{user_id}", c.customer)
+	mux.HandleFunc("GET /admin/events", c.events)
+	mux.HandleFunc("GET /admin/events/{id}", c.event)
+	mux.HandleFunc("POST /admin/events/{id}/replay", c.replay)
+	mux.HandleFunc("GET /admin/deliveries", c.deliveries)
+	mux.HandleFunc("POST /admin/deliveries/{id}/retry", c.retry)
+	mux.HandleFunc("GET /admin/plans", c.plans)
+	mux.Handle("GET /admin/static/", http.StripPrefix("/admin/", http.FileServerFS(staticFS)))
+	mux.HandleFunc("/admin/", c.opts.NotFound)
+	return c.operatorsOnly(recordRoute(mux))
+}
+
+// recordRoute tells the access log the console route a request matched.
+func recordRoute(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.ServeHTTP(w, r)
+		route.Record(r, r.Pattern, r.URL.Path)
+	})
+}

@@ -1,0 +1,131 @@
+package console
+
+import (
+	"context"
+	"database/sql"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/db/dbq"
+)
+
+// standing is how subscriptions stand at one instant, by provider, plan and currency:
+// what the overview shows now and what the daily snapshot keeps.
+type standing []standingRow
+
+type standingRow struct {
+	Provider, Plan, Currency string // Currency "" for subscriptions without a known price
+	Subscribers              int64  // entitling subscriptions
+	// Unpriced are entitling, paying (non-trial) subscriptions whose amount or billing
+	// period tollgate was not told: counted as subscribers, not money.
+	Unpriced int64
+	// MRR is the monthly revenue of the priced paying ones, in Currency's minor unit.
+	MRR int64
+}
+
+// standingAt works out the standing at now from every canonical subscription. MRR counts
+// entitling, non-trial subscriptions: amount × quantity per billing period, brought to a
+// month (yearly / 12, weekly × 52 / 12), per currency, never converted.
+func standingAt(subs []dbq.ConsoleSubscriptionsRow, now time.Time) standing {
+	type key struct{ provider, plan, currency string }
+	rows := map[key]*standingRow{}
+	mrr := map[key]float64{}
+	for _, s := range subs {
+		sub := billing.Subscription{Status: s.Status}
+		if s.CurrentPeriodEnd.Valid {
+			end := s.CurrentPeriodEnd.Time
+			sub.CurrentPeriodEnd = &end
+		}
+		if !sub.Entitling(now) {
+			continue
+		}
+		monthly, priced := billing.Monthly(s.Amount.Int64, s.BillingPeriod.String)
+		priced = priced && s.Amount.Valid && s.Currency.Valid
+		k := key{s.Provider, s.PlanKey, ""}
+		if priced {
+			k.currency = s.Currency.String
+		}
+		r := rows[k]
+		if r == nil {
+			r = &standingRow{Provider: k.provider, Plan: k.plan, Currency: k.currency}
+			rows[k] = r
+		}
+		r.Subscribers++
+		switch {
+		case s.Status == billing.StatusTrialing:
+		case priced:
+			mrr[k] += monthly
+		default:
+			r.Unpriced++
+		}
+	}
+	out := make(standing, 0, len(rows))
+	for k, r := range rows {
+		r.MRR = int64(math.Round(mrr[k]))
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Provider != b.Provider {
+			return a.Provider < b.Provider
+		}
+		if a.Plan != b.Plan {
+			return a.Plan < b.Plan
+		}
+		return a.Currency < b.Currency
+	})
+	return out
+}
+
+// currentStanding reads the subscriptions and works out the standing now.
+func (c *Console) currentStanding(ctx context.Context) (standing, error) {
+	subs, err := dbq.New(c.opts.DB).ConsoleSubscriptions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return standingAt(subs, c.now()), nil
+}
+
+// snapshot keeps today's standing in billing_days, replacing what an earlier snapshot of
+// today kept: history the charts cannot derive later.
+func (c *Console) snapshot(ctx context.Context, s standing) error {
+	day := c.now().Truncate(24 * time.Hour)
+	return c.opts.DB.InTx(ctx, func(tx *sql.Tx) error {
+		q := dbq.New(tx)
+		if err := q.DeleteBillingDay(ctx, day); err != nil {
+			return err
+		}
+		for _, r := range s {
+			if err := q.InsertBillingDay(ctx, dbq.InsertBillingDayParams{
+				Day: day, Provider: r.Provider, PlanKey: r.Plan, Currency: r.Currency,
+				Subscribers: r.Subscribers, Unpriced: r.Unpriced, MrrMinor: r.MRR,
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// RunSnapshots keeps today's standing every interval until ctx ends, so that the charts
+// have a point for every day the server ran, whether or not an operator looked.
+func (c *Console) RunSnapshots(ctx context.Context, interval time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		s, err := c.currentStanding(ctx)
+		if err == nil {
+			err = c.snapshot(ctx, s)
+		}
+		if err != nil && ctx.Err() == nil {
+			c.opts.Log.WarnContext(ctx, "console: today's standing not kept", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}

@@ -1,0 +1,92 @@
+-- The operator console's reads. Its charts' daily counts, which need an engine's own date
+-- arithmetic, are in internal/console/days.sql.
+
+-- name: ConsoleSubscriptions :many
+-- Every canonical subscription with its plan and price: the overview's and the plans
+-- page's counts and MRR are worked out from these (tens of thousands of rows at most).
+select s.provider, s.status, s.current_period_end, p.key as plan_key, ps.amount, ps.currency, ps.billing_period
+from subscriptions s
+join plans p on p.id = s.plan_id
+join provider_subscriptions ps on ps.id = s.provider_subscription_id;
+
+-- name: DeleteBillingDay :exec
+delete from billing_days where day = sqlc.arg(day);
+
+-- name: InsertBillingDay :exec
+insert into billing_days (day, provider, plan_key, currency, subscribers, unpriced, mrr_minor)
+values (sqlc.arg(day), sqlc.arg(provider), sqlc.arg(plan_key), sqlc.arg(currency), sqlc.arg(subscribers), sqlc.arg(unpriced), sqlc.arg(mrr_minor));
+
+-- name: ListBillingDays :many
+select day, provider, plan_key, currency, subscribers, unpriced, mrr_minor
+from billing_days where day >= sqlc.arg(since) order by day;
+
+-- name: SearchKnownUsers :many
+-- By the start of the e-mail address; pattern is lower-case and ends in %.
+select user_id, email from known_users
+where lower(email) like CAST(sqlc.arg(pattern) AS text) escape '\'
+order by email limit 50;
+
+-- name: GetKnownUser :one
+select user_id, email from known_users where user_id = sqlc.arg(user_id);
+
+-- name: UsersByProviderID :many
+-- The users a provider's customer, subscription (an App Store original transaction) or
+-- event id leads to.
+select c.user_id from billing_customers c where c.web_customer_id = sqlc.arg(id)
+union
+select c.user_id from provider_subscriptions ps
+join subscriptions s on s.provider_subscription_id = ps.id
+join billing_customers c on c.id = s.billing_customer_id
+where ps.provider_subscription_id = sqlc.arg(id) or ps.provider_customer_id = sqlc.arg(id)
+union
+select e.user_id from provider_events e where e.provider_event_id = sqlc.arg(id) and e.user_id is not null
+limit 50;
+
+-- name: CustomerSubscriptions :many
+select ps.provider, ps.provider_subscription_id, ps.provider_customer_id, s.status, s.current_period_end, p.key as plan_key, p.name as plan_name,
+       ps.amount, ps.currency, ps.billing_period, ps.last_event_type, ps.last_event_at, s.updated_at
+from subscriptions s
+join billing_customers c on c.id = s.billing_customer_id
+join provider_subscriptions ps on ps.id = s.provider_subscription_id
+join plans p on p.id = s.plan_id
+where c.user_id = sqlc.arg(user_id)
+order by s.updated_at desc, s.id desc;
+
+-- name: CustomerTimeline :many
+-- The events that resolved to the user, or name one of the user's subscriptions (an
+-- event that did not resolve), newest first.
+select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
+       e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
+from provider_events e
+where e.user_id = sqlc.arg(user_id)
+   or e.subscription_id in (
+       select ps.provider_subscription_id from provider_subscriptions ps
+       join subscriptions s on s.provider_subscription_id = ps.id
+       join billing_customers c on c.id = s.billing_customer_id
+       where c.user_id = sqlc.arg(user_id))
+order by e.received_at desc, e.provider_event_id desc
+limit sqlc.arg(max) offset sqlc.arg(skip);
+
+-- name: CustomerDeliveries :many
+select id, event_type, status, attempts, last_error, created_at, payload
+from outbound_deliveries where user_id = sqlc.arg(user_id)
+order by id desc limit 500;
+
+-- name: GetEventByRowID :one
+select id, provider, provider_event_id, event_type, payload, received_at, outcome, processing_error, user_id
+from provider_events where id = sqlc.arg(id);
+
+-- name: ListEventsForConsole :many
+-- Unresolved and refused events first, then newest first; empty filters match all.
+select id, provider, provider_event_id, event_type, received_at, outcome, processing_error, user_id
+from provider_events
+where (sqlc.arg(provider) = '' or provider = sqlc.arg(provider))
+  and (sqlc.arg(event_type) = '' or event_type = sqlc.arg(event_type))
+  and (sqlc.arg(outcome) = '' or outcome = sqlc.arg(outcome))
+  and received_at >= sqlc.arg(since)
+order by case when outcome in ('unresolved', 'invalid') then 0 else 1 end, received_at desc, id
+limit sqlc.arg(max) offset sqlc.arg(skip);
+
+-- name: InsertConsoleAudit :exec
+insert into console_audit (operator, action, target, result, created_at)
+values (sqlc.arg(operator), sqlc.arg(action), sqlc.arg(target), sqlc.arg(result), sqlc.arg(now));
