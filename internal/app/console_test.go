@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/identity/identitytest"
+	"github.com/tollgate/tollgate/internal/outbound/outboundtest"
 )
 
 var updateScreenshots = flag.Bool("update-screenshots", false, "rewrite the console's screenshots in docs/console")
@@ -85,7 +86,11 @@ func TestBrowserConsole(t *testing.T) {
 	ctx := browser(t)
 	fake := identitytest.New(t)
 	fake.Autoconfirm = true
-	env := testEnv(t, map[string]string{"APP_ENV": "development", "AUTH_URL": fake.URL, "ADMIN_EMAILS": "Ops@Example.test"})
+	receiver := outboundtest.NewReceiver(t)
+	env := testEnv(t, map[string]string{
+		"APP_ENV": "development", "AUTH_URL": fake.URL, "ADMIN_EMAILS": "Ops@Example.test",
+		"OUTBOUND_WEBHOOK_URL": receiver.URL, "OUTBOUND_WEBHOOK_SECRET": outboundtest.Secret,
+	})
 	_, logs := startServeLogs(t, env)
 	base := env["PUBLIC_URL"]
 	h := seedConsoleHistory(t, base, fake)
@@ -212,6 +217,14 @@ func TestBrowserConsole(t *testing.T) {
 		if !strings.Contains(rows, "pro · active") || strings.Count(rows, "applied") != 2 {
 			t.Fatalf("timeline outcomes and changes:\n%s", rows)
 		}
+		// Each change caused an entitlements.changed delivery, shown on its event's row.
+		waitFor(t, func() bool {
+			return scalar(`select count(*) from outbound_deliveries where user_id = $1 and status = 'delivered'`, h.churned) == 2
+		})
+		run("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+		if got := textOf("#timeline tbody"); strings.Count(got, "entitlements.changed: delivered") != 2 {
+			t.Fatalf("the deliveries each event caused:\n%s", got)
+		}
 	})
 
 	t.Run("replay completes an unresolved event once its price is mapped", func(t *testing.T) {
@@ -238,9 +251,12 @@ func TestBrowserConsole(t *testing.T) {
 	t.Run("retry re-queues a failed delivery", func(t *testing.T) {
 		run("deliveries", chromedp.Navigate(base+"/admin/deliveries"), chromedp.WaitVisible(chromedp.CSS("table.deliveries")), shot("deliveries"),
 			chromedp.Click(chromedp.CSS("table.deliveries tbody button")), chromedp.WaitVisible(chromedp.CSS(".notice")))
-		if status := scalar(`select count(*) from outbound_deliveries where message_id = 'msg_console_failed' and status = 'pending'`); status != 1 {
-			t.Fatal("the failed delivery is not pending again")
+		if failed := scalar(`select count(*) from outbound_deliveries where message_id = 'msg_console_failed' and status = 'failed'`); failed != 0 {
+			t.Fatal("the failed delivery is still failed")
 		}
+		waitFor(t, func() bool { // queued again, the deliverer sends it
+			return scalar(`select count(*) from outbound_deliveries where message_id = 'msg_console_failed' and status = 'delivered'`) == 1
+		})
 	})
 
 	t.Run("plans", func(t *testing.T) {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -15,7 +16,7 @@ import (
 type eventsData struct {
 	Provider, Type, Outcome, Since string
 	Providers, Outcomes            []string
-	Events                         []dbq.ListEventsForConsoleRow
+	Events                         []eventRow
 	Page                           int
 	More                           bool
 	// Query is the filters as a query string, for the pager's links.
@@ -41,7 +42,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rows, err := dbq.New(c.opts.DB).ListEventsForConsole(r.Context(), dbq.ListEventsForConsoleParams{
+	rows, err := c.listEvents(r.Context(), dbq.ListProblemEventsParams{
 		Provider: data.Provider, EventType: data.Type, Outcome: data.Outcome, Since: since,
 		Max: pageSize + 1, Skip: int32((data.Page - 1) * pageSize),
 	})
@@ -53,6 +54,38 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	data.Events = rows[:min(len(rows), pageSize)]
 	data.Query = url.Values{"provider": {data.Provider}, "type": {data.Type}, "outcome": {data.Outcome}, "since": {data.Since}}.Encode()
 	c.render(w, r, http.StatusOK, "events", page{Title: "Events", Section: "events", Data: data})
+}
+
+// eventRow is a row of the events list.
+type eventRow = dbq.ListProblemEventsRow
+
+// listEvents is a page of the events the filters in f match: those that need a hand
+// first (unresolved or invalid), then the rest, each newest first. Each part is read by
+// its own index in time order, so a page costs its rows and its offset, not a sort of
+// every stored event.
+func (c *Console) listEvents(ctx context.Context, f dbq.ListProblemEventsParams) ([]eventRow, error) {
+	q := dbq.New(c.opts.DB)
+	problems, err := q.CountProblemEvents(ctx, dbq.CountProblemEventsParams{Provider: f.Provider, EventType: f.EventType, Outcome: f.Outcome, Since: f.Since})
+	if err != nil {
+		return nil, err
+	}
+	var rows []eventRow
+	if int64(f.Skip) < problems {
+		if rows, err = q.ListProblemEvents(ctx, f); err != nil {
+			return nil, err
+		}
+	}
+	if len(rows) == int(f.Max) {
+		return rows, nil
+	}
+	others, err := q.ListOtherEvents(ctx, dbq.ListOtherEventsParams{
+		Provider: f.Provider, EventType: f.EventType, Outcome: f.Outcome, Since: f.Since,
+		Max: f.Max - int32(len(rows)), Skip: int32(max(0, int64(f.Skip)-problems)),
+	})
+	for _, o := range others {
+		rows = append(rows, eventRow(o))
+	}
+	return rows, err
 }
 
 // providers are the providers tollgate processes, for the filters.

@@ -65,6 +65,36 @@ func (q *Queries) ConsoleSubscriptions(ctx context.Context) ([]ConsoleSubscripti
 	return items, nil
 }
 
+const countProblemEvents = `-- name: CountProblemEvents :one
+select count(*) from provider_events
+where outcome in ('unresolved', 'invalid')
+  and ($1 = '' or provider = $1)
+  and ($2 = '' or event_type = $2)
+  and ($3 = '' or outcome = $3)
+  and received_at >= $4
+`
+
+type CountProblemEventsParams struct {
+	Provider  interface{}
+	EventType interface{}
+	Outcome   interface{}
+	Since     time.Time
+}
+
+// The events that need a hand (unresolved, or refused as invalid) among those the filters
+// match; empty filters match all. The console lists these first.
+func (q *Queries) CountProblemEvents(ctx context.Context, arg CountProblemEventsParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, countProblemEvents,
+		arg.Provider,
+		arg.EventType,
+		arg.Outcome,
+		arg.Since,
+	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const customerDeliveries = `-- name: CustomerDeliveries :many
 select id, event_type, status, attempts, last_error, created_at, payload
 from outbound_deliveries where user_id = $1
@@ -180,20 +210,23 @@ const customerTimeline = `-- name: CustomerTimeline :many
 select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
        e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
 from provider_events e
-where e.user_id = $1
-   or e.subscription_id in (
-       select ps.provider_subscription_id from provider_subscriptions ps
-       join subscriptions s on s.provider_subscription_id = ps.id
-       join billing_customers c on c.id = s.billing_customer_id
-       where c.user_id = $1)
-order by e.received_at desc, e.provider_event_id desc
-limit $3 offset $2
+where e.user_id = $3
+union
+select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
+       e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
+from provider_events e
+join provider_subscriptions ps on ps.provider_subscription_id = e.subscription_id and ps.provider = e.provider
+join subscriptions s on s.provider_subscription_id = ps.id
+join billing_customers c on c.id = s.billing_customer_id
+where c.user_id = $3
+order by received_at desc, provider_event_id desc
+limit $2 offset $1
 `
 
 type CustomerTimelineParams struct {
-	UserID sql.NullString
 	Skip   int32
 	Max    int32
+	UserID sql.NullString
 }
 
 type CustomerTimelineRow struct {
@@ -213,10 +246,10 @@ type CustomerTimelineRow struct {
 	PeriodEndAfter  sql.NullTime
 }
 
-// The events that resolved to the user, or name one of the user's subscriptions (an
-// event that did not resolve), newest first.
+// The events that resolved to the user, and those that name one of the user's
+// subscriptions (an event that did not resolve), newest first: two index lookups.
 func (q *Queries) CustomerTimeline(ctx context.Context, arg CustomerTimelineParams) ([]CustomerTimelineRow, error) {
-	rows, err := q.db.QueryContext(ctx, customerTimeline, arg.UserID, arg.Skip, arg.Max)
+	rows, err := q.db.QueryContext(ctx, customerTimeline, arg.Skip, arg.Max, arg.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -400,18 +433,19 @@ func (q *Queries) ListBillingDays(ctx context.Context, since time.Time) ([]Billi
 	return items, nil
 }
 
-const listEventsForConsole = `-- name: ListEventsForConsole :many
+const listOtherEvents = `-- name: ListOtherEvents :many
 select id, provider, provider_event_id, event_type, received_at, outcome, processing_error, user_id
 from provider_events
-where ($1 = '' or provider = $1)
+where (outcome is null or outcome not in ('unresolved', 'invalid'))
+  and ($1 = '' or provider = $1)
   and ($2 = '' or event_type = $2)
   and ($3 = '' or outcome = $3)
   and received_at >= $4
-order by case when outcome in ('unresolved', 'invalid') then 0 else 1 end, received_at desc, id
+order by received_at desc, id
 limit $6 offset $5
 `
 
-type ListEventsForConsoleParams struct {
+type ListOtherEventsParams struct {
 	Provider  interface{}
 	EventType interface{}
 	Outcome   interface{}
@@ -420,7 +454,7 @@ type ListEventsForConsoleParams struct {
 	Max       int32
 }
 
-type ListEventsForConsoleRow struct {
+type ListOtherEventsRow struct {
 	ID              string
 	Provider        string
 	ProviderEventID string
@@ -431,9 +465,9 @@ type ListEventsForConsoleRow struct {
 	UserID          sql.NullString
 }
 
-// Unresolved and refused events first, then newest first; empty filters match all.
-func (q *Queries) ListEventsForConsole(ctx context.Context, arg ListEventsForConsoleParams) ([]ListEventsForConsoleRow, error) {
-	rows, err := q.db.QueryContext(ctx, listEventsForConsole,
+// The rest, newest first: an index walk by time, never a sort of every event.
+func (q *Queries) ListOtherEvents(ctx context.Context, arg ListOtherEventsParams) ([]ListOtherEventsRow, error) {
+	rows, err := q.db.QueryContext(ctx, listOtherEvents,
 		arg.Provider,
 		arg.EventType,
 		arg.Outcome,
@@ -445,9 +479,80 @@ func (q *Queries) ListEventsForConsole(ctx context.Context, arg ListEventsForCon
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ListEventsForConsoleRow
+	var items []ListOtherEventsRow
 	for rows.Next() {
-		var i ListEventsForConsoleRow
+		var i ListOtherEventsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Provider,
+			&i.ProviderEventID,
+			&i.EventType,
+			&i.ReceivedAt,
+			&i.Outcome,
+			&i.ProcessingError,
+			&i.UserID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listProblemEvents = `-- name: ListProblemEvents :many
+select id, provider, provider_event_id, event_type, received_at, outcome, processing_error, user_id
+from provider_events
+where outcome in ('unresolved', 'invalid')
+  and ($1 = '' or provider = $1)
+  and ($2 = '' or event_type = $2)
+  and ($3 = '' or outcome = $3)
+  and received_at >= $4
+order by received_at desc, id
+limit $6 offset $5
+`
+
+type ListProblemEventsParams struct {
+	Provider  interface{}
+	EventType interface{}
+	Outcome   interface{}
+	Since     time.Time
+	Skip      int32
+	Max       int32
+}
+
+type ListProblemEventsRow struct {
+	ID              string
+	Provider        string
+	ProviderEventID string
+	EventType       string
+	ReceivedAt      time.Time
+	Outcome         sql.NullString
+	ProcessingError sql.NullString
+	UserID          sql.NullString
+}
+
+func (q *Queries) ListProblemEvents(ctx context.Context, arg ListProblemEventsParams) ([]ListProblemEventsRow, error) {
+	rows, err := q.db.QueryContext(ctx, listProblemEvents,
+		arg.Provider,
+		arg.EventType,
+		arg.Outcome,
+		arg.Since,
+		arg.Skip,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListProblemEventsRow
+	for rows.Next() {
+		var i ListProblemEventsRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Provider,

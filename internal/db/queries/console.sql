@@ -53,18 +53,21 @@ where c.user_id = sqlc.arg(user_id)
 order by s.updated_at desc, s.id desc;
 
 -- name: CustomerTimeline :many
--- The events that resolved to the user, or name one of the user's subscriptions (an
--- event that did not resolve), newest first.
+-- The events that resolved to the user, and those that name one of the user's
+-- subscriptions (an event that did not resolve), newest first: two index lookups.
 select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
        e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
 from provider_events e
 where e.user_id = sqlc.arg(user_id)
-   or e.subscription_id in (
-       select ps.provider_subscription_id from provider_subscriptions ps
-       join subscriptions s on s.provider_subscription_id = ps.id
-       join billing_customers c on c.id = s.billing_customer_id
-       where c.user_id = sqlc.arg(user_id))
-order by e.received_at desc, e.provider_event_id desc
+union
+select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
+       e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
+from provider_events e
+join provider_subscriptions ps on ps.provider_subscription_id = e.subscription_id and ps.provider = e.provider
+join subscriptions s on s.provider_subscription_id = ps.id
+join billing_customers c on c.id = s.billing_customer_id
+where c.user_id = sqlc.arg(user_id)
+order by received_at desc, provider_event_id desc
 limit sqlc.arg(max) offset sqlc.arg(skip);
 
 -- name: CustomerDeliveries :many
@@ -76,15 +79,37 @@ order by id desc limit 500;
 select id, provider, provider_event_id, event_type, payload, received_at, outcome, processing_error, user_id
 from provider_events where id = sqlc.arg(id);
 
--- name: ListEventsForConsole :many
--- Unresolved and refused events first, then newest first; empty filters match all.
+-- name: CountProblemEvents :one
+-- The events that need a hand (unresolved, or refused as invalid) among those the filters
+-- match; empty filters match all. The console lists these first.
+select count(*) from provider_events
+where outcome in ('unresolved', 'invalid')
+  and (sqlc.arg(provider) = '' or provider = sqlc.arg(provider))
+  and (sqlc.arg(event_type) = '' or event_type = sqlc.arg(event_type))
+  and (sqlc.arg(outcome) = '' or outcome = sqlc.arg(outcome))
+  and received_at >= sqlc.arg(since);
+
+-- name: ListProblemEvents :many
 select id, provider, provider_event_id, event_type, received_at, outcome, processing_error, user_id
 from provider_events
-where (sqlc.arg(provider) = '' or provider = sqlc.arg(provider))
+where outcome in ('unresolved', 'invalid')
+  and (sqlc.arg(provider) = '' or provider = sqlc.arg(provider))
   and (sqlc.arg(event_type) = '' or event_type = sqlc.arg(event_type))
   and (sqlc.arg(outcome) = '' or outcome = sqlc.arg(outcome))
   and received_at >= sqlc.arg(since)
-order by case when outcome in ('unresolved', 'invalid') then 0 else 1 end, received_at desc, id
+order by received_at desc, id
+limit sqlc.arg(max) offset sqlc.arg(skip);
+
+-- name: ListOtherEvents :many
+-- The rest, newest first: an index walk by time, never a sort of every event.
+select id, provider, provider_event_id, event_type, received_at, outcome, processing_error, user_id
+from provider_events
+where (outcome is null or outcome not in ('unresolved', 'invalid'))
+  and (sqlc.arg(provider) = '' or provider = sqlc.arg(provider))
+  and (sqlc.arg(event_type) = '' or event_type = sqlc.arg(event_type))
+  and (sqlc.arg(outcome) = '' or outcome = sqlc.arg(outcome))
+  and received_at >= sqlc.arg(since)
+order by received_at desc, id
 limit sqlc.arg(max) offset sqlc.arg(skip);
 
 -- name: InsertConsoleAudit :exec

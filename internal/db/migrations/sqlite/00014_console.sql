@@ -14,7 +14,11 @@ alter table provider_events add column plan_after text;
 alter table provider_events add column status_after text;
 alter table provider_events add column period_end_after timestamp;
 create index provider_events_user on provider_events (user_id, received_at) where user_id is not null;
-create index provider_events_received on provider_events (received_at);
+-- The console's lists and daily counts read these without touching the payloads: events
+-- by time with their outcome, the ones that need a hand, and the ones that ended something.
+create index provider_events_received on provider_events (received_at, outcome);
+create index provider_events_problems on provider_events (received_at) where outcome in ('unresolved', 'invalid');
+create index provider_events_churn on provider_events (received_at, provider, status_before) where outcome = 'applied' and status_after in ('expired', 'refunded');
 create index provider_events_subscription on provider_events (subscription_id) where subscription_id is not null;
 
 -- The price of each provider subscription, when the provider sends it: the amount per
@@ -68,6 +72,8 @@ alter table provider_subscriptions drop column billing_period;
 alter table provider_subscriptions drop column currency;
 alter table provider_subscriptions drop column amount;
 drop index provider_events_subscription;
+drop index provider_events_churn;
+drop index provider_events_problems;
 drop index provider_events_received;
 drop index provider_events_user;
 alter table provider_events drop column period_end_after;

@@ -1,0 +1,112 @@
+package app
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/identity/identitytest"
+)
+
+// consoleRoutes are every console route, with a POST's target standing for any.
+var consoleRoutes = []struct{ method, path string }{
+	{"GET", "/admin"}, {"GET", "/admin/"}, {"GET", "/admin/customers?q=a"}, {"GET", "/admin/customers/00000000-0000-4000-8000-000000000001"},
+	{"GET", "/admin/events"}, {"GET", "/admin/events/00000000-0000-4000-8000-000000000001"}, {"GET", "/admin/deliveries"},
+	{"GET", "/admin/plans"}, {"GET", "/admin/static/console.css"}, {"GET", "/admin/nothing"},
+	{"POST", "/admin/events/00000000-0000-4000-8000-000000000001/replay"}, {"POST", "/admin/deliveries/1/retry"},
+}
+
+// signedInClient is a browser-like client signed in through the forms as email.
+func signedInClient(t *testing.T, base string, fake *identitytest.Fake, email string) *http.Client {
+	t.Helper()
+	fake.AddUser(email, "a-good-password")
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.PostForm(base+"/session", url.Values{"email": {email}, "password": {"a-good-password"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+		t.Fatalf("sign-in as %s: %d to %q", email, resp.StatusCode, resp.Header.Get("Location"))
+	}
+	return client
+}
+
+func fetch(t *testing.T, client *http.Client, method, target string, header http.Header) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, target, nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp, string(body)
+}
+
+// TestConsoleAccess: nobody but an operator gets anything from the console, on either
+// engine. Signed out, a page sends the browser to sign in (and back); a signed-in user not
+// listed, or any user while ADMIN_EMAILS is unset, gets the site's 404 on every route and
+// POST; an operator's cross-site POST is refused; every page is no-store and framed by
+// nobody, and none but the payload view carries a webhook's body or a secret.
+func TestConsoleAccess(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			fake := identitytest.New(t)
+			env := testEnv(t, map[string]string{"APP_ENV": "development", "AUTH_URL": fake.URL, "ADMIN_EMAILS": "ops@example.test, second@example.test"})
+			if engine == "postgres" {
+				env["DATABASE_URL"] = dbtest.PostgresURL(t)
+			}
+			startServe(t, env)
+			base := env["PUBLIC_URL"]
+			h := seedConsoleHistory(t, base, fake)
+
+			anonymous := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			resp, _ := fetch(t, anonymous, "GET", base+"/admin/events?outcome=unresolved", nil)
+			if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/session/new?redirect_to=%2Fadmin%2Fevents%3Foutcome%3Dunresolved" {
+				t.Fatalf("signed out: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+			}
+
+			outsider := signedInClient(t, base, fake, "customer@example.test")
+			_, notFound := fetch(t, outsider, "GET", base+"/no-such-page", nil)
+			for _, r := range consoleRoutes {
+				resp, body := fetch(t, outsider, r.method, base+r.path, nil)
+				if resp.StatusCode != http.StatusNotFound || body != notFound {
+					t.Errorf("%s %s for a user not listed: %d, the site's own 404: %v", r.method, r.path, resp.StatusCode, body == notFound)
+				}
+			}
+
+			operator := signedInClient(t, base, fake, "ops@example.test")
+			resp, _ = fetch(t, operator, "POST", base+"/admin/deliveries/1/retry", http.Header{"Sec-Fetch-Site": {"cross-site"}, "Origin": {"https://evil.example"}})
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("a cross-site POST: %d", resp.StatusCode)
+			}
+			for _, path := range []string{"/admin", "/admin/customers?q=" + h.usd, "/admin/customers/" + h.churned, "/admin/events", "/admin/deliveries", "/admin/plans"} {
+				resp, body := fetch(t, operator, "GET", base+path, nil)
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("%s: %d", path, resp.StatusCode)
+				}
+				if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("X-Frame-Options") != "DENY" ||
+					!strings.Contains(resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+					t.Errorf("%s headers: %v", path, resp.Header)
+				}
+				for _, secret := range []string{webSecret, mobileSecret, `"livemode"`, `"event_properties"`, "Bearer", "refresh_token", "access_token"} {
+					if strings.Contains(body, secret) {
+						t.Errorf("%s shows %q", path, secret)
+					}
+				}
+			}
+		})
+	}
+}
