@@ -8,22 +8,27 @@ import (
 )
 
 type deliveriesData struct {
-	Failed, Pending []outbound.Delivery
+	Status     string // failed or pending
+	Deliveries []outbound.Delivery
+	Page       int
+	More       bool
 }
 
-// deliveries is GET /admin/deliveries: the outbound deliveries that are not delivered,
-// failed first, with their attempts and last error.
+// deliveries is GET /admin/deliveries[?status=pending]: the outbound deliveries that are
+// not delivered, failed ones unless pending are asked for, newest first, with their
+// attempts and last error.
 func (c *Console) deliveries(w http.ResponseWriter, r *http.Request) {
-	var data deliveriesData
-	var err error
-	if data.Failed, err = outbound.List(r.Context(), c.opts.DB, outbound.Filter{Status: outbound.Failed, Limit: pageSize}); err != nil {
+	data := deliveriesData{Status: outbound.Failed, Page: pageNumber(r)}
+	if r.URL.Query().Get("status") == outbound.Pending {
+		data.Status = outbound.Pending
+	}
+	list, err := outbound.List(r.Context(), c.opts.DB, outbound.Filter{Status: data.Status, Limit: pageSize + 1, Skip: (data.Page - 1) * pageSize})
+	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	if data.Pending, err = outbound.List(r.Context(), c.opts.DB, outbound.Filter{Status: outbound.Pending, Limit: pageSize}); err != nil {
-		c.fail(w, r, err)
-		return
-	}
+	data.More = len(list) > pageSize
+	data.Deliveries = list[:min(len(list), pageSize)]
 	c.render(w, r, http.StatusOK, "deliveries", page{Title: "Deliveries", Section: "deliveries", Data: data})
 }
 

@@ -35,9 +35,12 @@ type Filter struct {
 	Status string
 	UserID string
 	Limit  int
+	// Skip passes over that many of the newest, for a page further down.
+	Skip int
 }
 
-// List returns the newest deliveries that match f, at most f.Limit (default 100).
+// List returns the newest deliveries that match f, at most f.Limit (default 100), past the
+// first f.Skip.
 func List(ctx context.Context, d *db.DB, f Filter) ([]Delivery, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
@@ -45,7 +48,7 @@ func List(ctx context.Context, d *db.DB, f Filter) ([]Delivery, error) {
 	if err := moveAllRecorded(ctx, d); err != nil {
 		return nil, err
 	}
-	rows, err := dbq.New(d).ListDeliveries(ctx, dbq.ListDeliveriesParams{Status: f.Status, UserID: f.UserID, Max: int32(f.Limit)})
+	rows, err := dbq.New(d).ListDeliveries(ctx, dbq.ListDeliveriesParams{Status: f.Status, UserID: f.UserID, Max: int32(f.Limit), Skip: int32(f.Skip)})
 	if err != nil {
 		return nil, err
 	}

@@ -218,7 +218,7 @@ from provider_events e
 join provider_subscriptions ps on ps.provider_subscription_id = e.subscription_id and ps.provider = e.provider
 join subscriptions s on s.provider_subscription_id = ps.id
 join billing_customers c on c.id = s.billing_customer_id
-where c.user_id = $3
+where e.user_id is null and c.user_id = $3
 order by received_at desc, provider_event_id desc
 limit $2 offset $1
 `
@@ -246,8 +246,8 @@ type CustomerTimelineRow struct {
 	PeriodEndAfter  sql.NullTime
 }
 
-// The events that resolved to the user, and those that name one of the user's
-// subscriptions (an event that did not resolve), newest first: two index lookups.
+// The events that resolved to the user, and those that resolved to nobody but name one of
+// the user's subscriptions, newest first: two index lookups.
 func (q *Queries) CustomerTimeline(ctx context.Context, arg CustomerTimelineParams) ([]CustomerTimelineRow, error) {
 	rows, err := q.db.QueryContext(ctx, customerTimeline, arg.Skip, arg.Max, arg.UserID)
 	if err != nil {

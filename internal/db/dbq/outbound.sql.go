@@ -228,12 +228,13 @@ from outbound_deliveries
 where ($1 = '' or status = $1)
   and ($2 = '' or user_id = $2)
 order by id desc
-limit $3
+limit $4 offset $3
 `
 
 type ListDeliveriesParams struct {
 	Status interface{}
 	UserID interface{}
+	Skip   int32
 	Max    int32
 }
 
@@ -251,7 +252,12 @@ type ListDeliveriesRow struct {
 }
 
 func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) ([]ListDeliveriesRow, error) {
-	rows, err := q.db.QueryContext(ctx, listDeliveries, arg.Status, arg.UserID, arg.Max)
+	rows, err := q.db.QueryContext(ctx, listDeliveries,
+		arg.Status,
+		arg.UserID,
+		arg.Skip,
+		arg.Max,
+	)
 	if err != nil {
 		return nil, err
 	}

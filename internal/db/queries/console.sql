@@ -53,8 +53,8 @@ where c.user_id = sqlc.arg(user_id)
 order by s.updated_at desc, s.id desc;
 
 -- name: CustomerTimeline :many
--- The events that resolved to the user, and those that name one of the user's
--- subscriptions (an event that did not resolve), newest first: two index lookups.
+-- The events that resolved to the user, and those that resolved to nobody but name one of
+-- the user's subscriptions, newest first: two index lookups.
 select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
        e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
 from provider_events e
@@ -66,7 +66,7 @@ from provider_events e
 join provider_subscriptions ps on ps.provider_subscription_id = e.subscription_id and ps.provider = e.provider
 join subscriptions s on s.provider_subscription_id = ps.id
 join billing_customers c on c.id = s.billing_customer_id
-where c.user_id = sqlc.arg(user_id)
+where e.user_id is null and c.user_id = sqlc.arg(user_id)
 order by received_at desc, provider_event_id desc
 limit sqlc.arg(max) offset sqlc.arg(skip);
 

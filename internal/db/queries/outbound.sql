@@ -109,7 +109,7 @@ from outbound_deliveries
 where (sqlc.arg(status) = '' or status = sqlc.arg(status))
   and (sqlc.arg(user_id) = '' or user_id = sqlc.arg(user_id))
 order by id desc
-limit sqlc.arg(max);
+limit sqlc.arg(max) offset sqlc.arg(skip);
 
 -- name: RetryDelivery :execrows
 -- Makes a pending or failed delivery due now, with a new retry window; a delivered one is left.
