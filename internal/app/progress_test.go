@@ -29,12 +29,13 @@ func TestProgressBarMeasuresTheTimeCovered(t *testing.T) {
 }
 
 func TestProgressLineOnATerminalAndInALog(t *testing.T) {
-	since := time.Now().Add(-100 * time.Hour)
-	sum := pipeline.BackfillSummary{Pages: 2, Seen: 200, Reached: time.Now().Add(-50 * time.Hour)}
+	start := time.Now()
+	since := start.Add(-100 * time.Hour)
+	sum := pipeline.BackfillSummary{Pages: 2, Seen: 200, Reached: start.Add(-50 * time.Hour)}
 
 	var tty logcapture.Buffer
 	p := newProgressLine(&tty, "backfill web", since)
-	p.tty = true
+	p.tty, p.started = true, start // halfway from the run's start back to since, whenever the line is made
 	p.update(sum)
 	p.waiting(2*time.Second, "web provider API: rate limited (429)")
 	p.done()

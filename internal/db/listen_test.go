@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -28,20 +29,29 @@ func testBillingWritesNotify(t *testing.T, d *db.DB) {
 		defer close(done)
 		d.Listen(ctx, "tollgate_billing", slog.New(slog.NewTextHandler(io.Discard, nil)), func(p string) { got <- p })
 	}()
+	// On Postgres the channel is the database's, which tests of other packages share (each
+	// in its schema): their notifications, of other users and of their plans syncs, are
+	// passed over. This test's user is its own, so a notification of it out of turn (the
+	// rolled-back write's) still fails.
+	user := fmt.Sprintf("5a4c8162-3b1e-4f7a-9d2c-%012d", time.Now().UnixNano()%1e12)
 	next := func(want string) {
 		t.Helper()
-		select {
-		case p := <-got:
-			if p != want {
-				t.Fatalf("notified %q, want %q", p, want)
+		for {
+			select {
+			case p := <-got:
+				switch {
+				case p == want:
+					return
+				case p == user || p == "" || d.Engine == db.SQLite:
+					t.Fatalf("notified %q, want %q", p, want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("no notification, want %q", want)
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("no notification, want %q", want)
 		}
 	}
 	next("") // listening: start afresh
 
-	const user = "5a4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d"
 	now := time.Now()
 	exec := func(query string, args ...any) {
 		t.Helper()
