@@ -64,13 +64,14 @@ func TestConsoleAccess(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			fake := identitytest.New(t)
-			env := testEnv(t, map[string]string{"APP_ENV": "development", "AUTH_URL": fake.URL, "ADMIN_EMAILS": "ops@example.test, second@example.test"})
+			chain := newTestChain(t)
+			env := consoleEnv(t, chain, map[string]string{"AUTH_URL": fake.URL, "ADMIN_EMAILS": "ops@example.test, second@example.test"})
 			if engine == "postgres" {
 				env["DATABASE_URL"] = dbtest.PostgresURL(t)
 			}
 			startServe(t, env)
 			base := env["PUBLIC_URL"]
-			h := seedConsoleHistory(t, base, fake)
+			h := seedConsoleHistory(t, base, fake, chain)
 
 			anonymous := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 			resp, _ := fetch(t, anonymous, "GET", base+"/admin/events?outcome=unresolved", nil)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/identity/identitytest"
@@ -23,13 +24,32 @@ import (
 var updateScreenshots = flag.Bool("update-screenshots", false, "rewrite the console's screenshots in docs/console")
 
 // consoleHistory is what TestBrowserConsole seeds through the webhooks: a web subscriber
-// in USD, one in EUR, one who churned, one mobile subscriber, and an event whose price no
-// plan sells yet.
+// in USD, one in EUR, one who churned, a mobile subscriber, an App Store one paying in GBP,
+// and an event whose price no plan sells yet.
 type consoleHistory struct {
-	usd, eur, churned, mobile, unmapped string // user ids
+	usd, eur, churned, mobile, appStore, unmapped string // user ids
 }
 
-func seedConsoleHistory(t *testing.T, base string, fake *identitytest.Fake) consoleHistory {
+// consoleEnv is the environment of the console's tests: the App Store heard directly too,
+// under a test chain.
+func consoleEnv(t *testing.T, chain *appstoretest.Chain, vars map[string]string) map[string]string {
+	roots := filepath.Join(t.TempDir(), "roots.pem")
+	if err := os.WriteFile(roots, chain.RootPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars["APP_ENV"], vars["APPSTORE_BUNDLE_ID"], vars["APPSTORE_ROOT_CERTS"] = "development", "com.example.app", roots
+	return testEnv(t, vars)
+}
+
+func newTestChain(t *testing.T) *appstoretest.Chain {
+	chain, err := appstoretest.New(appstoretest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chain
+}
+
+func seedConsoleHistory(t *testing.T, base string, fake *identitytest.Fake, chain *appstoretest.Chain) consoleHistory {
 	t.Helper()
 	now := time.Now().UTC()
 	var h consoleHistory
@@ -38,6 +58,7 @@ func seedConsoleHistory(t *testing.T, base string, fake *identitytest.Fake) cons
 	h.churned, _ = fake.Token("churned@example.test")
 	h.mobile, _ = fake.Token("mobile@example.test")
 	h.unmapped, _ = fake.Token("unmapped@example.test")
+	h.appStore, _ = fake.Token("appstore@example.test")
 	web := func(user, sub, status string, at time.Time, edit func(price map[string]any)) {
 		t.Helper()
 		body := editFixture(t, "../billing/testdata/web/customer.subscription.updated.json", func(m map[string]any) {
@@ -77,7 +98,27 @@ func seedConsoleHistory(t *testing.T, base string, fake *identitytest.Fake) cons
 	if status, _, err := send(http.DefaultClient, req); err != nil || status != http.StatusOK {
 		t.Fatalf("mobile event: %d %v", status, err)
 	}
+
+	purchased := now.Add(-5 * time.Minute)
+	body, err := chain.Body(appstoretest.Notification{UUID: "console-as-1", Type: "SUBSCRIBED", Subtype: "INITIAL_BUY", BundleID: "com.example.app", Signed: now,
+		Transaction: &appstoretest.Transaction{OriginalTransactionID: "2000000777", TransactionID: "2000000777", BundleID: "com.example.app",
+			ProductID: "com.example.app.pro.monthly", AppAccountToken: h.appStore, Purchased: purchased, Expires: purchased.AddDate(0, 1, 0),
+			Price: 4990, Currency: "GBP"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, _, err := send(http.DefaultClient, mustRequest(http.MethodPost, base+"/billing/webhooks/appstore", body)); err != nil || status != http.StatusOK {
+		t.Fatalf("app store notification: %d %v", status, err)
+	}
 	return h
+}
+
+func mustRequest(method, target string, body []byte) *http.Request {
+	req, err := http.NewRequest(method, target, strings.NewReader(string(body)))
+	if err != nil {
+		panic(err)
+	}
+	return req
 }
 
 // TestBrowserConsole signs an operator in through the forms and walks every console page
@@ -87,13 +128,14 @@ func TestBrowserConsole(t *testing.T) {
 	fake := identitytest.New(t)
 	fake.Autoconfirm = true
 	receiver := outboundtest.NewReceiver(t)
-	env := testEnv(t, map[string]string{
-		"APP_ENV": "development", "AUTH_URL": fake.URL, "ADMIN_EMAILS": "Ops@Example.test",
+	chain := newTestChain(t)
+	env := consoleEnv(t, chain, map[string]string{
+		"AUTH_URL": fake.URL, "ADMIN_EMAILS": "Ops@Example.test",
 		"OUTBOUND_WEBHOOK_URL": receiver.URL, "OUTBOUND_WEBHOOK_SECRET": outboundtest.Secret,
 	})
 	_, logs := startServeLogs(t, env)
 	base := env["PUBLIC_URL"]
-	h := seedConsoleHistory(t, base, fake)
+	h := seedConsoleHistory(t, base, fake, chain)
 	d, err := db.Open(context.Background(), env["DATABASE_URL"], time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -160,10 +202,16 @@ func TestBrowserConsole(t *testing.T) {
 		entitling := `from subscriptions s join provider_subscriptions ps on ps.id = s.provider_subscription_id
 			where s.status in ('active', 'trialing', 'past_due', 'cancelled') and (s.current_period_end is null or s.current_period_end > $1)`
 		active := scalar("select count(*) "+entitling, time.Now().UTC())
-		if got := textOf("#total-active"); got != strconv.Itoa(int(active)) || active != 3 {
-			t.Fatalf("active subscribers %s on the page, %v in the database (want 3: usd, eur, mobile)", got, active)
+		if got := textOf("#total-active"); got != strconv.Itoa(int(active)) || active != 4 {
+			t.Fatalf("active subscribers %s on the page, %v in the database (want 4: usd, eur, mobile, app store)", got, active)
 		}
-		for _, cur := range []string{"usd", "eur"} {
+		for _, p := range []string{"web", "mobile", "appstore"} {
+			n := scalar("select count(*) "+entitling+" and s.provider = $2", time.Now().UTC(), p)
+			if got := eval(`String([...document.querySelectorAll("#active-now tbody tr")].filter(r => r.cells[0].textContent == "` + p + `").reduce((n, r) => n + Number(r.cells[3].textContent), 0))`); got != strconv.Itoa(int(n)) || n == 0 {
+				t.Errorf("active on %s: page %s, database %v", p, got, n)
+			}
+		}
+		for _, cur := range []string{"usd", "eur", "gbp"} {
 			minor := scalar("select coalesce(sum(ps.amount), 0) "+entitling+" and ps.currency = $2 and ps.billing_period = 'P1M'", time.Now().UTC(), cur)
 			want := fmt.Sprintf("%.2f %s", minor/100, strings.ToUpper(cur))
 			if got := textOf(`.mrr-now[data-currency="` + cur + `"]`); got != want || minor == 0 {
@@ -204,6 +252,10 @@ func TestBrowserConsole(t *testing.T) {
 			if got := textOf("#results tbody"); !strings.Contains(got, h.usd) || !strings.Contains(got, "Pro") || !strings.Contains(got, "web") {
 				t.Errorf("search %q: %q", q, got)
 			}
+		}
+		run("search an App Store transaction", chromedp.Navigate(base+"/admin/customers?q=2000000777"), chromedp.WaitVisible(chromedp.CSS("#results")))
+		if got := textOf("#results tbody"); !strings.Contains(got, h.appStore) || !strings.Contains(got, "appstore") {
+			t.Errorf("search by original transaction: %q", got)
 		}
 	})
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -255,6 +256,48 @@ func TestPlayOneTimeProducts(t *testing.T) {
 		}
 		if got := h.answer(t, user); !strings.HasPrefix(got, "false refunded free") {
 			t.Fatalf("after the cancellation: %s", got)
+		}
+	})
+}
+
+// A Play subscription keeps what its plan renews at (autoRenewingPlan.recurringPrice) in the
+// currency's minor unit; Play does not say the billing period, which stays unknown. The
+// event is stored with what it did: applied, for its user, from nothing to Pro.
+func TestPlayKeepsTheRecurringPrice(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		g := playstoretest.Start(t)
+		h := newHarness(t, d, withPlayStore(t, g))
+		user := "00000000-0000-4000-8000-000000000950"
+		p := playPurchase("SUBSCRIPTION_STATE_ACTIVE", user, fixtureNow.Add(30*24*time.Hour), "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
+		p.LineItems[0].AutoRenewingPlan = &androidpublisher.AutoRenewingPlan{RecurringPrice: &androidpublisher.Money{CurrencyCode: "JPY", Units: 1200}}
+		g.SetPurchase("tok-price", p)
+		if rec := h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-price", 4, "tok-price")); rec.Code != http.StatusOK {
+			t.Fatalf("push: %d %s", rec.Code, rec.Body)
+		}
+		var amount int64
+		var currency string
+		var period sql.NullString
+		if err := h.db.QueryRow("select amount, currency, billing_period from provider_subscriptions where provider = 'playstore'").Scan(&amount, &currency, &period); err != nil {
+			t.Fatal(err)
+		}
+		if amount != 1200 || currency != "jpy" || period.Valid { // yen has no minor unit
+			t.Fatalf("price %d %s %v, want 1200 jpy and no period", amount, currency, period)
+		}
+		var outcome, who, after string
+		var before sql.NullString
+		if err := h.db.QueryRow("select outcome, user_id, status_before, plan_after || ' ' || status_after from provider_events where provider = 'playstore'").Scan(&outcome, &who, &before, &after); err != nil {
+			t.Fatal(err)
+		}
+		if outcome != billing.OutcomeApplied || who != user || before.Valid || after != "pro active" {
+			t.Fatalf("event stored as %s for %s, %v → %s", outcome, who, before, after)
+		}
+		// Delivered again, Google's read changes nothing, and the event keeps what its first
+		// delivery did.
+		if rec := h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-price", 4, "tok-price")); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) == billing.OutcomeApplied {
+			t.Fatalf("again: %d %q", rec.Code, rec.Header().Get(HeaderOutcome))
+		}
+		if err := h.db.QueryRow("select outcome, status_before from provider_events where provider = 'playstore'").Scan(&outcome, &before); err != nil || outcome != billing.OutcomeApplied || before.Valid {
+			t.Fatalf("after a duplicate the event says %s, %v (%v)", outcome, before, err)
 		}
 	})
 }

@@ -13,6 +13,7 @@ type Transaction struct {
 	ProductID             string
 	AppAccountToken       string
 	Expires               time.Time // zero: no expiresDate
+	Purchased             time.Time // zero: no purchaseDate
 	FreeTrial             bool
 	Price                 int64 // milliunits; zero: none
 	Currency              string
@@ -80,6 +81,9 @@ func (c *Chain) SignTransaction(t Transaction, signed time.Time, environment str
 	}
 	if !t.Expires.IsZero() {
 		tx["expiresDate"] = t.Expires.UnixMilli()
+	}
+	if !t.Purchased.IsZero() {
+		tx["purchaseDate"] = t.Purchased.UnixMilli()
 	}
 	if t.FreeTrial {
 		tx["offerType"], tx["offerDiscountType"] = 1, "FREE_TRIAL"
