@@ -84,6 +84,16 @@ func (b tab) text(sel string) string {
 	return s
 }
 
+// eval is what the JavaScript js evaluates to, a string.
+func (b tab) eval(js string) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		b.t.Fatalf("%s: %v (at %s)", js, err, b.location())
+	}
+	return v
+}
+
 // run does the steps of one named step.
 func (b tab) run(step string, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()

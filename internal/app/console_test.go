@@ -161,15 +161,7 @@ func TestBrowserConsole(t *testing.T) {
 	}
 
 	tab := newTab(t, ctx, base)
-	location, textOf, run := tab.location, tab.text, tab.run
-	eval := func(js string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return v
-	}
+	location, textOf, run, eval := tab.location, tab.text, tab.run, tab.eval
 	shot := func(name string) chromedp.Action[chromedp.Void] {
 		if !*updateScreenshots {
 			return chromedp.Steps()
