@@ -1,13 +1,17 @@
 package app
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 	"github.com/tollgate/tollgate/internal/identity/identitytest"
 )
@@ -57,8 +61,7 @@ func fetch(t *testing.T, client *http.Client, method, target string, header http
 
 // TestConsoleAccess: nobody but an operator gets anything from the console, on either
 // engine. Signed out, a page sends the browser to sign in (and back); a signed-in user not
-// listed, or any user while ADMIN_EMAILS is unset, gets the site's 404 on every route and
-// POST; an operator's cross-site POST is refused; every page is no-store and framed by
+// listed gets the site's 404 on every route and POST; an operator's cross-site POST is refused; every page is no-store and framed by
 // nobody, and none but the payload view carries a webhook's body or a secret.
 func TestConsoleAccess(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
@@ -106,6 +109,39 @@ func TestConsoleAccess(t *testing.T) {
 					if strings.Contains(body, secret) {
 						t.Errorf("%s shows %q", path, secret)
 					}
+				}
+			}
+		})
+	}
+}
+
+// Without operators, or without the forms to sign them in, there is no console: /admin is
+// the site's own 404 (the forms' page, or the JSON one with the forms off).
+func TestConsoleOffWithoutOperatorsOrForms(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		vars        map[string]string
+		contentType string
+	}{
+		{"no ADMIN_EMAILS", map[string]string{}, "text/html; charset=utf-8"},
+		{"FORMS=off", map[string]string{"ADMIN_EMAILS": "ops@example.test", "FORMS": "off", "API": "off"}, "application/problem+json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.vars["MOBILE_WEBHOOK_SECRET"], tc.vars["WEB_WEBHOOK_SECRET"], tc.vars["AUTH_URL"] = mobileSecret, webSecret, "http://127.0.0.1:1"
+			cfg, err := config.Load(func(k string) string { return tc.vars[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewServer(context.Background(), env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dbtest.SQLite(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := s.Handler()
+			for _, path := range []string{"/admin", "/admin/customers"} {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+				if rec.Code != http.StatusNotFound || rec.Header().Get("Content-Type") != tc.contentType {
+					t.Errorf("%s: %d %s", path, rec.Code, rec.Header().Get("Content-Type"))
 				}
 			}
 		})
