@@ -92,6 +92,11 @@ func TestConsoleAccess(t *testing.T) {
 			}
 
 			operator := signedInClient(t, base, fake, "ops@example.test")
+			for _, path := range []string{"/admin/events/not-an-id", "/admin/customers/not-an-id", "/admin/events/00000000-0000-4000-8000-00000000dead", "/admin/nothing"} {
+				if resp, _ := fetch(t, operator, "GET", base+path, nil); resp.StatusCode != http.StatusNotFound {
+					t.Errorf("an operator's %s: %d, want 404", path, resp.StatusCode)
+				}
+			}
 			resp, _ = fetch(t, operator, "POST", base+"/admin/deliveries/1/retry", http.Header{"Sec-Fetch-Site": {"cross-site"}, "Origin": {"https://evil.example"}})
 			if resp.StatusCode != http.StatusForbidden {
 				t.Errorf("a cross-site POST: %d", resp.StatusCode)

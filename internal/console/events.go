@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
@@ -101,7 +102,7 @@ type eventData struct {
 // event is GET /admin/events/{id}: one stored event with its raw payload, the one page
 // that shows a provider's body.
 func (c *Console) event(w http.ResponseWriter, r *http.Request) {
-	ev, err := dbq.New(c.opts.DB).GetEventByRowID(r.Context(), r.PathValue("id"))
+	ev, err := c.storedEvent(r)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -114,11 +115,21 @@ func (c *Console) event(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "event", page{Title: "Event", Section: "events", Data: eventData{Event: ev, Payload: pretty.String()}})
 }
 
+// storedEvent is the stored event the path's {id} names: its row's id, a UUID (anything
+// else names nothing, rather than an error from a database that types the column).
+func (c *Console) storedEvent(r *http.Request) (dbq.GetEventByRowIDRow, error) {
+	id := strings.ToLower(r.PathValue("id"))
+	if !billing.IsUUID(id) {
+		return dbq.GetEventByRowIDRow{}, errNoSuchThing
+	}
+	return dbq.New(c.opts.DB).GetEventByRowID(r.Context(), id)
+}
+
 // replay is POST /admin/events/{id}/replay: the same replay as `tollgate events replay`,
 // of this one event, with an audit line naming the operator.
 func (c *Console) replay(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ev, err := dbq.New(c.opts.DB).GetEventByRowID(ctx, r.PathValue("id"))
+	ev, err := c.storedEvent(r)
 	if err != nil {
 		c.fail(w, r, err)
 		return
