@@ -49,6 +49,8 @@ func problemFor(err error) *apiProblem {
 		return p(http.StatusNotFound, "no-billing-account", "No billing account", "There is no web billing account to manage yet.")
 	case errors.Is(err, billing.ErrCheckoutUnavailable):
 		return p(http.StatusNotImplemented, "checkout-unavailable", "Checkout unavailable", "Web purchases are not configured on this server.")
+	case errors.Is(err, billing.ErrCheckoutOfAnother):
+		return p(http.StatusForbidden, "checkout-of-another", "Not your checkout", "This checkout session is not yours; nothing was applied.")
 	case errors.Is(err, billing.ErrPurchaseOfAnother):
 		return p(http.StatusConflict, "purchase-of-another", "Another user's purchase", "This purchase is linked to another user; nothing changed.")
 	case errors.Is(err, billing.ErrUnverifiedPurchase):

@@ -198,6 +198,7 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 	checkoutOpts := checkout.Options{}
 	if cfg.checkout != nil {
 		checkoutOpts = *cfg.checkout
+		checkoutOpts.Applier = h.pipeline
 	}
 	purchases := checkout.New(d, log, h.billing, checkoutOpts)
 	h.serviceKeys = servicekeys.New(d)

@@ -181,6 +181,23 @@ func (a *API) register(api huma.API) {
 	}, a.portal)
 
 	huma.Register(api, huma.Operation{
+		OperationID: "sync-billing",
+		Method:      http.MethodPost,
+		Path:        syncPath,
+		Summary:     "Read the user's web purchase back now",
+		Description: "Reads the Checkout Session (or, without one, every subscription of the user's web customer) and " +
+			"its subscription from the web provider and applies it at once, in order with the webhooks (a newer one still " +
+			"wins), then answers as /api/v1/me: for an app whose purchase UI has just closed, before the webhook may have " +
+			"arrived. While the provider says the payment is still processing, the answer is not subscribed yet: call " +
+			"again. 403 when the session is not the user's (its client_reference_id or its subscription's " +
+			"metadata.user_id must name them); 429 past 10 calls a minute per user.",
+		Tags:     []string{"billing"},
+		Security: forUsers,
+		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusNotImplemented,
+			http.StatusBadGateway, http.StatusServiceUnavailable},
+	}, a.syncPurchase)
+
+	huma.Register(api, huma.Operation{
 		OperationID: "report-purchase",
 		Method:      http.MethodPost,
 		Path:        "/api/v1/billing/purchases",
@@ -222,6 +239,7 @@ func (a *API) register(api huma.API) {
 
 // guard puts the /api/* middleware in front of next.
 func (a *API) guard(next http.Handler) http.Handler {
+	next = a.opts.Throttles.By(perUserSync, syncKey, nil)(next) // per verified user: behind Authenticate
 	h := Authenticate(a.opts.Verifier, a.opts.Keys, a.opts.Log, a.opts.Users)(next)
 	h = a.opts.Throttles.By(a.opts.PerToken, tokenKey, nil)(h)
 	h = readCredential(h)

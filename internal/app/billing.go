@@ -141,7 +141,11 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) (*billingParts, erro
 	if cfg.WebAPIKey != "" {
 		api = webAPI(cfg, nil)
 	}
-	b.checkout = checkout.New(d, e.log, b.reader, checkout.Options{API: api, PublicURL: cfg.PublicURL, RedirectOrigins: cfg.CheckoutRedirectOrigins})
+	opts := checkout.Options{API: api, PublicURL: cfg.PublicURL, RedirectOrigins: cfg.CheckoutRedirectOrigins}
+	if _, ok := b.pipeline.Adapter(billing.ProviderWeb); ok { // not in sync_engine mode, whose mirror another program writes
+		opts.Applier = b.pipeline
+	}
+	b.checkout = checkout.New(d, e.log, b.reader, opts)
 	b.webhooks = webhooks.New(b.pipeline, e.log, webhooks.Options{Adapters: routed, MaxBody: cfg.WebhookMaxBody, Registerer: reg})
 	return b, nil
 }

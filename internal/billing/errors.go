@@ -26,6 +26,8 @@ var (
 	ErrRedirectOrigin      = errors.New("a redirect URL is not on an allowed origin")
 	ErrAlreadySubscribed   = errors.New("already subscribed to this plan")
 	ErrNoWebCustomer       = errors.New("no web customer is linked to the user")
+	// ErrCheckoutOfAnother: a checkout session that is not the caller's (or no session).
+	ErrCheckoutOfAnother = errors.New("the checkout session belongs to another user")
 	// ErrManagedInApp: only a subscription bought in the mobile app entitles the user. It
 	// is changed or cancelled in the app's store, and a web purchase beside it would bill
 	// them twice: checkout and the portal both answer with ManagedInAppMessage.

@@ -25,6 +25,8 @@ type Options struct {
 	API             *stripe.Client
 	PublicURL       string
 	RedirectOrigins []string
+	// Applier applies what Sync reads back from the provider.
+	Applier Applier
 }
 
 // Checkout is the web provider's checkout and portal for signed-in users.
@@ -33,6 +35,7 @@ type Checkout struct {
 	log       *slog.Logger
 	reader    *reader.Reader
 	api       *stripe.Client
+	applier   Applier
 	publicURL string
 	// redirectOrigins are the scheme://host[:port] a checkout may return to.
 	redirectOrigins []string
@@ -40,7 +43,7 @@ type Checkout struct {
 
 // New builds a Checkout.
 func New(d *db.DB, log *slog.Logger, r *reader.Reader, opts Options) *Checkout {
-	s := &Checkout{db: d, log: log, reader: r, api: opts.API, publicURL: strings.TrimRight(opts.PublicURL, "/")}
+	s := &Checkout{db: d, log: log, reader: r, api: opts.API, applier: opts.Applier, publicURL: strings.TrimRight(opts.PublicURL, "/")}
 	if u, err := url.Parse(s.publicURL); err == nil && u.Host != "" {
 		s.redirectOrigins = append(s.redirectOrigins, strings.ToLower(u.Scheme+"://"+u.Host))
 	}

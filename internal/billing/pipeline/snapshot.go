@@ -106,3 +106,21 @@ func (p *Pipeline) canonicalState(ctx context.Context, w *work, subscriptionID, 
 	}
 	return state, c.UserID, err
 }
+
+// ApplyRead applies one subscription just read from provider's API (a buyer back from
+// checkout, say) as a backfill of one: in a transaction of its own, after the same
+// ordering, so a newer stored webhook still wins.
+func (p *Pipeline) ApplyRead(ctx context.Context, provider string, raw json.RawMessage) (BackfillChange, error) {
+	a, ok := p.adapters[provider]
+	snapshots, ok2 := a.(billing.Snapshotter)
+	if !ok || !ok2 {
+		return BackfillChange{}, billing.ErrUnknownStore
+	}
+	var change BackfillChange
+	err := p.request(ctx, func(ctx context.Context) error {
+		var err error
+		change, err = p.backfillSubscription(ctx, a, snapshots, raw, p.now().Truncate(time.Second), false)
+		return err
+	})
+	return change, err
+}
