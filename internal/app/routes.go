@@ -37,7 +37,11 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("/admin/", console)
 	}
 	if s.cfg.Forms {
-		mux.Handle("/", s.web.Handler()) // the forms, and the HTML 404 for everything else
+		forms := s.web.Handler()
+		mux.Handle("/", forms) // the forms, and the HTML 404 for everything else
+		// The buyer's return from checkout is a page of the forms' under the billing mount,
+		// whose other paths are the webhooks' JSON.
+		mux.Handle("GET /"+s.cfg.BillingMount+"/return", forms)
 	} else {
 		mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 			problem.Write(w, http.StatusNotFound, "not-found", "Nothing is served here.")

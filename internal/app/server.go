@@ -101,10 +101,11 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	webOpts := web.Options{
 		DB: d, Identity: identity.New(e.cfg.AuthURL, e.cfg.AuthAPIKey, identityClient), Billing: s.billing.reader, Checkout: s.billing.checkout, Throttles: throttles,
 		PublicURL: e.cfg.PublicURL, OAuthProviders: e.cfg.OAuthProviders, SecureCookies: e.cfg.Env != config.Development,
-		Brand:       web.Brand{AppName: e.cfg.AppName, Color: e.cfg.BrandColor, LogoURL: e.cfg.BrandLogoURL, TemplatesDir: e.cfg.TemplatesDir},
-		DevIdentity: e.cfg.DevIdentity,
-		Users:       users,
-		Log:         e.log,
+		Brand:        web.Brand{AppName: e.cfg.AppName, Color: e.cfg.BrandColor, LogoURL: e.cfg.BrandLogoURL, TemplatesDir: e.cfg.TemplatesDir},
+		DevIdentity:  e.cfg.DevIdentity,
+		BillingMount: e.cfg.BillingMount,
+		Users:        users,
+		Log:          e.log,
 	}
 	if e.cfg.OutboundWebhookURL != "" {
 		s.deliverer = outbound.New(d, outbound.Options{URL: e.cfg.OutboundWebhookURL, Key: e.cfg.OutboundWebhookSecret, DBTimeout: e.cfg.DBTimeout, Log: e.log, Registerer: registry})

@@ -3,6 +3,8 @@ package web
 import (
 	"errors"
 	"net/http"
+	"net/url"
+	"strconv"
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/checkout"
@@ -19,9 +21,66 @@ func (w *Web) startCheckout(rw http.ResponseWriter, r *http.Request) {
 	if user == nil {
 		return
 	}
-	url, err := w.opts.Checkout.Start(r.Context(), checkout.Buyer{UserID: user.ID, Email: user.Email},
-		checkout.Request{Plan: r.PostFormValue("plan")})
+	url, err := w.opts.Checkout.Start(r.Context(), checkout.Buyer{UserID: user.ID, Email: user.Email}, checkout.Request{
+		Plan:        r.PostFormValue("plan"),
+		SuccessPath: w.returnPath() + "?session_id={CHECKOUT_SESSION_ID}",
+	})
 	w.toProvider(rw, r, url, err)
+}
+
+// returnPath is where the provider's checkout sends the buyer back: under the billing
+// mount, beside the webhooks.
+func (w *Web) returnPath() string { return "/" + w.opts.BillingMount + "/return" }
+
+// waitingChecks bounds the waiting page: a check every waitingEvery seconds, about 30 s
+// in all, then it says so and stops.
+const (
+	waitingChecks = 15
+	waitingEvery  = 2
+)
+
+// purchaseReturn is GET /billing/return?session_id=: the buyer back from the provider's
+// checkout. The purchase is read back from the provider and applied at once, so the
+// account page shows the new plan whether or not the webhook has arrived; while the
+// provider says the payment is still processing, a page that says so checks again.
+func (w *Web) purchaseReturn(rw http.ResponseWriter, r *http.Request) {
+	if w.opts.Checkout == nil {
+		w.notFound(rw, r)
+		return
+	}
+	user := w.signedIn(rw, r)
+	if user == nil {
+		return
+	}
+	session := r.URL.Query().Get("session_id")
+	synced, err := w.opts.Checkout.Sync(r.Context(), user.ID, session)
+	var provider *billing.ProviderError
+	switch {
+	case errors.Is(err, billing.ErrCheckoutOfAnother):
+		w.redirect(rw, r, "/", keyAlert, "That purchase is not one of yours.")
+	case errors.As(err, &provider):
+		w.redirect(rw, r, "/", keyAlert, "The payment provider is not answering right now; your plan shows here once the payment is confirmed.")
+	case err != nil:
+		w.refuse(rw, r, "purchase read-back", "message", page{Title: "Your account"}, err)
+	case synced.Pending:
+		w.waiting(rw, r, session)
+	default:
+		w.redirect(rw, r, "/", keyNotice, "Thank you! Your new plan is active.")
+	}
+}
+
+// waiting is the page shown while the payment is processing: it checks again every few
+// seconds (a meta refresh: the pages run no inline script), then stops and says so.
+func (w *Web) waiting(rw http.ResponseWriter, r *http.Request, session string) {
+	checks, _ := strconv.Atoi(r.URL.Query().Get("checks"))
+	if checks >= waitingChecks {
+		w.render(rw, r, http.StatusOK, "waiting", page{Title: "Payment processing",
+			Notice: "Your payment is still being processed. There is nothing more to do."})
+		return
+	}
+	again := w.returnPath() + "?" + url.Values{"session_id": {session}, "checks": {strconv.Itoa(checks + 1)}}.Encode()
+	w.render(rw, r, http.StatusAccepted, "waiting", page{Title: "Payment processing", Refresh: strconv.Itoa(waitingEvery) + ";url=" + again,
+		Notice: "Your payment is being processed. This page checks again every few seconds."})
 }
 
 // openPortal is the account page's "Manage billing" button.

@@ -53,6 +53,9 @@ type Options struct {
 	// (stripe.PageOrigins), which the account page's forms redirect to; empty when
 	// web purchases are off.
 	CheckoutPages []string
+	// BillingMount is the path segment the billing routes are under (BILLING_MOUNT): the
+	// buyer's return from checkout is served there.
+	BillingMount string
 	// DevIdentity: the forms run against the development identity service, and every page
 	// says so.
 	DevIdentity bool
@@ -84,6 +87,9 @@ func New(opts Options) (*Web, error) {
 	if opts.PerEmail.Requests == 0 {
 		opts.PerEmail = defaultPerEmail
 	}
+	if opts.BillingMount == "" {
+		opts.BillingMount = "billing"
+	}
 	opts.Brand = opts.Brand.withDefaults()
 	templates, err := opts.Brand.filesOf(templateFS, "templates")
 	if err != nil {
@@ -101,7 +107,7 @@ func New(opts Options) (*Web, error) {
 		static:    static,
 	}
 	w.sessions.ErrorFunc = w.sessionFailed
-	for _, page := range []string{"session_new", "registration_new", "passwords_new", "passwords_edit", "otp_new", "otp_verify", "account", "message"} {
+	for _, page := range []string{"session_new", "registration_new", "passwords_new", "passwords_edit", "otp_new", "otp_verify", "account", "message", "waiting"} {
 		t, err := template.ParseFS(templates, "layout.html", page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("templates: %w", err)
@@ -113,13 +119,15 @@ func New(opts Options) (*Web, error) {
 
 // page is what every template gets.
 type page struct {
-	Brand          Brand
-	DevIdentity    bool
-	Title          string
-	Alert, Notice  string
-	Email, Phone   string
-	Type           string
-	Token          string
+	Brand         Brand
+	DevIdentity   bool
+	Title         string
+	Alert, Notice string
+	Email, Phone  string
+	Type          string
+	Token         string
+	// Refresh, when set, is a meta refresh's content ("2;url=…"): the page checks again.
+	Refresh        string
 	OAuthProviders []oauthLink
 	Account        *accountView
 }

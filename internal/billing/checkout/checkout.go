@@ -4,6 +4,7 @@
 package checkout
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -68,12 +69,14 @@ type Buyer struct {
 }
 
 // Request is what to buy. Price, when given, must be one of the plan's web prices
-// (default: its first); empty URLs default to PUBLIC_URL/?checkout=success|cancel.
+// (default: its first); empty URLs default to PUBLIC_URL/?checkout=success|cancel, or for
+// success to PUBLIC_URL + SuccessPath when that is set (the forms' return page).
 type Request struct {
-	Plan       string
-	Price      string
-	SuccessURL string
-	CancelURL  string
+	Plan        string
+	Price       string
+	SuccessURL  string
+	SuccessPath string
+	CancelURL   string
 }
 
 // Start starts a web purchase of a plan: a Checkout Session for the plan's price whose
@@ -83,7 +86,7 @@ func (s *Checkout) Start(ctx context.Context, buyer Buyer, req Request) (string,
 	if s.api == nil {
 		return "", billing.ErrCheckoutUnavailable
 	}
-	success, err := s.redirectURL(req.SuccessURL, "/?checkout=success")
+	success, err := s.redirectURL(req.SuccessURL, cmp.Or(req.SuccessPath, "/?checkout=success"))
 	if err != nil {
 		return "", err
 	}
