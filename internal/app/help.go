@@ -38,13 +38,21 @@ func mainUsage() string {
 	return b.String()
 }
 
-// groupOf lists the commands of a group: "keys" → keys create, keys list, keys revoke.
+// groupOf lists the commands of a group: "keys" → keys create, keys list, keys revoke. A
+// command named as its group ("reconcile", beside "reconcile status") is one of them.
 func groupOf(group string) []spec {
 	var out []spec
+	var same *spec
 	for _, s := range commands() {
-		if strings.HasPrefix(s.name, group+" ") {
+		switch {
+		case strings.HasPrefix(s.name, group+" "):
 			out = append(out, s)
+		case s.name == group && s.build != nil:
+			same = &s
 		}
+	}
+	if same != nil && len(out) > 0 {
+		out = append([]spec{*same}, out...)
 	}
 	return out
 }

@@ -15,8 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/tollgate/tollgate/internal/api"
+	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/billing/reader"
+	"github.com/tollgate/tollgate/internal/billing/reconcile"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/console"
@@ -40,6 +42,9 @@ type Server struct {
 	throttles *ratelimit.Throttles
 	api       *api.API
 	web       *web.Web
+	// reconciler keeps billing in step with the web provider's API; nil unless
+	// RECONCILE_INTERVAL and WEB_API_KEY are set.
+	reconciler *reconcile.Reconciler
 	// console is the operator console; nil unless ADMIN_EMAILS is set (with the forms).
 	console  *console.Console
 	registry *prometheus.Registry
@@ -120,6 +125,9 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	}
 	if s.console, err = s.newConsole(); err != nil {
 		return nil, err
+	}
+	if _, web := s.billing.pipeline.Adapter(billing.ProviderWeb); web && e.cfg.Reconcile.Interval > 0 && e.cfg.WebAPIKey != "" {
+		s.reconciler = newReconciler(d, e, s.billing, registry)
 	}
 	return s, nil
 }
@@ -264,6 +272,9 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	go s.web.RunSessionCleanup(ctx, time.Hour)
 	if s.console != nil {
 		go s.console.RunSnapshots(ctx, time.Hour)
+	}
+	if s.reconciler != nil {
+		go s.reconciler.Every(ctx, s.cfg.Reconcile.Interval)
 	}
 	go s.billing.reader.ListenForChanges(ctx)
 	delivering := make(chan struct{})

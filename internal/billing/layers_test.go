@@ -27,6 +27,7 @@ var layers = map[string]int{
 	"internal/billing/reader":    3, // the one reader
 	"internal/billing/checkout":  4, // what the surfaces call
 	"internal/billing/webhooks":  4,
+	"internal/billing/reconcile": 4, // the pipeline against a provider's API, on a schedule
 	"internal/api":               5, // surfaces
 	"internal/web":               5,
 	"internal/app":               6,

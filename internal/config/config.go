@@ -100,6 +100,8 @@ type Config struct {
 	// billing-only deployment needs no identity service.
 	Forms bool
 	API   bool
+	// Reconcile keeps billing in step with the web provider's API (RECONCILE_*).
+	Reconcile Reconcile
 	// AdminEmails (ADMIN_EMAILS) are the operators whom the console at /admin lets in,
 	// lower-cased; none (or FORMS=off) turns it off.
 	AdminEmails []string
@@ -209,6 +211,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.Forms = boolean("FORMS", true)
 	c.API = boolean("API", true)
 	c.AdminEmails = loadAdminEmails(get, fail, c.Forms)
+	c.Reconcile = loadReconcile(get, fail)
 	c.DevIdentity = c.Env == Development && c.AuthURL == "" && c.AuthJWKSURL == "" && (c.Forms || c.API)
 	if c.DevIdentity {
 		c.AuthURL = c.PublicURL + DevIdentityPath

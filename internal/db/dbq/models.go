@@ -167,6 +167,26 @@ type ProviderSubscription struct {
 	BillingPeriod          sql.NullString
 }
 
+type ReconcileLease struct {
+	Provider   string
+	Holder     string
+	LeaseUntil time.Time
+}
+
+type ReconcileRun struct {
+	ID         int64
+	Provider   string
+	DryRun     bool
+	StartedAt  time.Time
+	FinishedAt sql.NullTime
+	Checked    int64
+	Drifted    int64
+	Repaired   int64
+	Unresolved int64
+	Drift      string
+	Error      sql.NullString
+}
+
 type ServiceKey struct {
 	ID         int64
 	Name       string

@@ -1,0 +1,190 @@
+// Package reconcile compares a provider's subscriptions, read from its API, with tollgate's
+// state and repairs what differs (drift): webhooks lost past the provider's retry window,
+// or never sent. Each pass is a backfill (the pipeline's, so a newer stored webhook still
+// wins and an interrupted pass resumes where it stopped), held by one process at a time
+// through a lease, recorded in reconcile_runs, counted in a metric and logged per drifted
+// subscription.
+package reconcile
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbq"
+)
+
+// scope is the backfill cursor's scope of reconciliation: every subscription, any status.
+const scope = "reconcile"
+
+// leaseFor is how long a lease holds without renewal; a pass renews it after every page,
+// so only a process that died lets it run out.
+const leaseFor = 2 * time.Minute
+
+// ErrBusy: another process holds the provider's lease; this pass was skipped.
+var ErrBusy = errors.New("another process is reconciling this provider")
+
+// Options configures a Reconciler.
+type Options struct {
+	// Provider is the provider reconciled and Read its API's pages (with their pacing and
+	// backoff on 429).
+	Provider string
+	Read     pipeline.PageReader
+	// Registerer takes tollgate_reconcile_drift_total; nil registers nothing.
+	Registerer prometheus.Registerer
+	Clock      func() time.Time
+}
+
+// Reconciler runs passes over one provider.
+type Reconciler struct {
+	db       *db.DB
+	pipeline *pipeline.Pipeline
+	log      *slog.Logger
+	opts     Options
+	holder   string
+	drift    prometheus.Counter
+}
+
+// New builds a Reconciler.
+func New(d *db.DB, p *pipeline.Pipeline, log *slog.Logger, opts Options) *Reconciler {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	var id [8]byte
+	rand.Read(id[:])
+	drift := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tollgate_reconcile_drift_total",
+		Help: "Subscriptions whose state at the provider differed from tollgate's when reconciled, by provider.",
+	}, []string{"provider"})
+	if opts.Registerer != nil {
+		opts.Registerer.MustRegister(drift)
+	}
+	return &Reconciler{db: d, pipeline: p, log: log, opts: opts, holder: hex.EncodeToString(id[:]), drift: drift.WithLabelValues(opts.Provider)}
+}
+
+// Result is what one pass did.
+type Result struct {
+	Checked, Drifted, Repaired, Unresolved int
+	Interrupted                            bool
+}
+
+// Pass runs one pass: it takes the lease (ErrBusy when another process holds it), reads
+// every subscription, repairs drift (or, with dryRun, only reports it), and records the
+// run. An interrupted pass (ctx ended) keeps its place for the next one.
+func (r *Reconciler) Pass(ctx context.Context, dryRun bool) (Result, error) {
+	if err := r.takeLease(ctx); err != nil {
+		return Result{}, err
+	}
+	defer r.releaseLease()
+	q := dbq.New(r.db)
+	runID, err := q.StartReconcileRun(ctx, dbq.StartReconcileRunParams{Provider: r.opts.Provider, DryRun: dryRun, Now: r.now()})
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	var drift strings.Builder
+	read := func(ctx context.Context, after string) (pipeline.Page, error) {
+		if err := r.takeLease(ctx); err != nil { // renewed before each page
+			return pipeline.Page{}, err
+		}
+		return r.opts.Read(ctx, after)
+	}
+	sum, err := r.pipeline.Backfill(ctx, r.opts.Provider, read, pipeline.BackfillOptions{Scope: scope, DryRun: dryRun},
+		func(c pipeline.BackfillChange) { r.record(ctx, c, dryRun, &res, &drift) }, func(pipeline.BackfillSummary) {})
+	res.Checked, res.Unresolved, res.Interrupted = sum.Seen, sum.Unresolved, sum.Interrupted
+	finish := dbq.FinishReconcileRunParams{
+		ID: runID, Now: sql.NullTime{Time: r.now(), Valid: true}, Checked: int64(res.Checked), Drifted: int64(res.Drifted),
+		Repaired: int64(res.Repaired), Unresolved: int64(res.Unresolved), Drift: drift.String(),
+	}
+	if err != nil {
+		finish.Error = sql.NullString{String: err.Error(), Valid: true}
+	}
+	if ferr := q.FinishReconcileRun(context.WithoutCancel(ctx), finish); ferr != nil && err == nil {
+		err = ferr
+	}
+	return res, err
+}
+
+// record notes one subscription's outcome: a created or updated one is drift.
+func (r *Reconciler) record(ctx context.Context, c pipeline.BackfillChange, dryRun bool, res *Result, drift *strings.Builder) {
+	if c.Outcome != pipeline.BackfillCreated && c.Outcome != pipeline.BackfillUpdated {
+		return
+	}
+	res.Drifted++
+	if !dryRun {
+		res.Repaired++
+		r.drift.Inc()
+	}
+	line := fmt.Sprintf("%s: %s → %s", c.SubscriptionID, describe(c.Before), describe(c.After))
+	fmt.Fprintln(drift, line)
+	r.log.WarnContext(ctx, "reconcile: drift", "provider", r.opts.Provider, "subscription", c.SubscriptionID,
+		"before", describe(c.Before), "after", describe(c.After), "repaired", !dryRun)
+}
+
+// describe writes a canonical row as the drift lines show it.
+func describe(s *pipeline.SubscriptionState) string {
+	if s == nil {
+		return "none"
+	}
+	end := ""
+	if s.PeriodEnd != nil {
+		end = " until " + s.PeriodEnd.UTC().Format(time.DateOnly)
+	}
+	return s.Plan + " " + s.Status + end
+}
+
+func (r *Reconciler) now() time.Time { return r.opts.Clock().UTC() }
+
+// takeLease takes or renews the provider's lease.
+func (r *Reconciler) takeLease(ctx context.Context) error {
+	_, err := dbq.New(r.db).TakeReconcileLease(ctx, dbq.TakeReconcileLeaseParams{
+		Provider: r.opts.Provider, Holder: r.holder, LeaseUntil: r.now().Add(leaseFor), Now: r.now(),
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrBusy
+	}
+	return err
+}
+
+// releaseLease lets the next pass, of any process, start at once.
+func (r *Reconciler) releaseLease() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := dbq.New(r.db).ReleaseReconcileLease(ctx, dbq.ReleaseReconcileLeaseParams{Provider: r.opts.Provider, Holder: r.holder}); err != nil {
+		r.log.Warn("reconcile: lease not released; it runs out by itself", "error", err)
+	}
+}
+
+// Every runs a pass every interval until ctx ends, the first after one interval; a pass
+// another process holds is skipped.
+func (r *Reconciler) Every(ctx context.Context, interval time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		res, err := r.Pass(ctx, false)
+		switch {
+		case errors.Is(err, ErrBusy):
+			r.log.Info("reconcile: skipped, another process is reconciling", "provider", r.opts.Provider)
+		case err != nil && ctx.Err() == nil:
+			r.log.Warn("reconcile: pass failed; the next one resumes", "provider", r.opts.Provider, "error", err)
+		case err == nil:
+			r.log.Info("reconcile: pass done", "provider", r.opts.Provider, "checked", res.Checked, "drifted", res.Drifted,
+				"repaired", res.Repaired, "unresolved", res.Unresolved, "interrupted", res.Interrupted)
+		}
+	}
+}

@@ -1,0 +1,36 @@
+package config
+
+import (
+	"strconv"
+	"time"
+)
+
+// Reconcile is how serve keeps billing in step with the web provider's API.
+type Reconcile struct {
+	// Interval (RECONCILE_INTERVAL) is how often a pass runs inside serve; zero (unset, or
+	// 0) is off, and so is any value without WEB_API_KEY.
+	Interval time.Duration
+	// Pace (RECONCILE_PACE) is at most how many requests a second a pass sends.
+	Pace int
+}
+
+func loadReconcile(get func(name, def string) string, fail func(name, format string, args ...any)) Reconcile {
+	r := Reconcile{Pace: 20}
+	if raw := get("RECONCILE_INTERVAL", ""); raw != "" && raw != "0" {
+		d, err := time.ParseDuration(raw)
+		if err != nil || d < time.Minute {
+			fail("RECONCILE_INTERVAL", "want a duration of a minute or more such as 6h, or 0 for off, got %q", raw)
+		} else {
+			r.Interval = d
+		}
+	}
+	if raw := get("RECONCILE_PACE", ""); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > 100 {
+			fail("RECONCILE_PACE", "want requests per second from 1 to 100, got %q", raw)
+		} else {
+			r.Pace = n
+		}
+	}
+	return r
+}
