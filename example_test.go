@@ -54,6 +54,7 @@ func ExampleApp_API() {
 	// /api/v1/billing/checkout
 	// /api/v1/billing/portal
 	// /api/v1/billing/purchases
+	// /api/v1/billing/sync
 	// /api/v1/hello
 	// /api/v1/me
 	// /api/v1/usage/{name}

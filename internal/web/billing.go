@@ -1,13 +1,17 @@
 package web
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/checkout"
+	"github.com/tollgate/tollgate/internal/ratelimit"
 )
 
 // startCheckout is the account page's "Upgrade" button: it creates a checkout for the
@@ -33,11 +37,25 @@ func (w *Web) startCheckout(rw http.ResponseWriter, r *http.Request) {
 func (w *Web) returnPath() string { return "/" + w.opts.BillingMount + "/return" }
 
 // waitingChecks bounds the waiting page: a check every waitingEvery seconds, about 30 s
-// in all, then it says so and stops.
+// in all, then it says so and stops — nine requests, within the per-user throttle.
 const (
-	waitingChecks = 15
-	waitingEvery  = 2
+	waitingChecks = 8
+	waitingEvery  = 4
 )
+
+// perSessionReturn throttles the return page per signed-in browser: each request reads
+// the provider's API, which limits tollgate's key as a whole.
+var perSessionReturn = ratelimit.Limit{Name: "forms/billing-return", Requests: 10, Window: time.Minute}
+
+// sessionKey keys a throttle on the browser's session, hashed: the cookie is a secret.
+func (w *Web) sessionKey(r *http.Request) (string, bool) {
+	c, err := r.Cookie(w.sessions.Cookie.Name)
+	if err != nil || c.Value == "" {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(c.Value))
+	return hex.EncodeToString(sum[:12]), true
+}
 
 // purchaseReturn is GET /billing/return?session_id=: the buyer back from the provider's
 // checkout. The purchase is read back from the provider and applied at once, so the

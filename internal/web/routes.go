@@ -10,7 +10,7 @@ func (w *Web) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", w.account)
 	mux.HandleFunc("POST /account/checkout", w.startCheckout)
 	mux.HandleFunc("POST /account/portal", w.openPortal)
-	mux.HandleFunc("GET "+w.returnPath(), w.purchaseReturn)
+	mux.Handle("GET "+w.returnPath(), w.opts.Throttles.By(perSessionReturn, w.sessionKey, w.tooManyRequests)(http.HandlerFunc(w.purchaseReturn)))
 
 	mux.HandleFunc("GET /session/new", w.signInForm)
 	mux.HandleFunc("POST /session", w.createSession)
