@@ -67,12 +67,16 @@ func TestLoadReportsEveryErrorWithoutSecrets(t *testing.T) {
 		"FORMS":                     "maybe",
 		"WEB_API_BASE":              "api.stripe.com",
 		"CHECKOUT_REDIRECT_ORIGINS": "https://ok.example.com,https://app.example.com/path",
+		"ADMIN_EMAILS":              "ops@example.com,not an address",
+		"RECONCILE_INTERVAL":        "30s",
+		"RECONCILE_PACE":            "0",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
 	msg := err.Error()
-	for _, name := range []string{"APP_ENV", "DATABASE_URL", "WEB_INGESTION", "WEBHOOK_MAX_BODY", "TRUSTED_PROXIES", "BILLING_MOUNT", "DB_TIMEOUT", "BILLING_ANSWER_MAX_AGE", "SHUTDOWN_TIMEOUT", "BRAND_COLOR", "BRAND_LOGO_URL", "FORMS", "WEB_API_BASE", "CHECKOUT_REDIRECT_ORIGINS: want origins such as https://app.example.com, got \"https://app.example.com/path\""} {
+	for _, name := range []string{"APP_ENV", "DATABASE_URL", "WEB_INGESTION", "WEBHOOK_MAX_BODY", "TRUSTED_PROXIES", "BILLING_MOUNT", "DB_TIMEOUT", "BILLING_ANSWER_MAX_AGE", "SHUTDOWN_TIMEOUT", "BRAND_COLOR", "BRAND_LOGO_URL", "FORMS", "WEB_API_BASE", "CHECKOUT_REDIRECT_ORIGINS: want origins such as https://app.example.com, got \"https://app.example.com/path\"",
+		"ADMIN_EMAILS", "RECONCILE_INTERVAL", "RECONCILE_PACE"} {
 		if !strings.Contains(msg, name) {
 			t.Errorf("error does not name %s:\n%s", name, msg)
 		}
@@ -259,5 +263,16 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 		if !regexp.MustCompile("(?m)^\\| `"+m[1]+"`").Match(doc) && !strings.Contains(string(doc), "`"+m[1]+"`, ") {
 			t.Errorf("%s is read by config.Load but has no row in docs/configuration.md", m[1])
 		}
+	}
+}
+
+func TestReconcileAndOperators(t *testing.T) {
+	c, err := Load(env(map[string]string{"RECONCILE_INTERVAL": "6h", "RECONCILE_PACE": "5", "ADMIN_EMAILS": " Ops@Example.com , b@example.com"}))
+	if err != nil || c.Reconcile != (Reconcile{Interval: 6 * time.Hour, Pace: 5}) || strings.Join(c.AdminEmails, ",") != "ops@example.com,b@example.com" {
+		t.Fatalf("%+v %v %v", c.Reconcile, c.AdminEmails, err)
+	}
+	c, err = Load(env(map[string]string{"RECONCILE_INTERVAL": "0", "ADMIN_EMAILS": "ops@example.com", "FORMS": "off", "API": "off"}))
+	if err != nil || c.Reconcile != (Reconcile{Pace: 20}) || c.AdminEmails != nil {
+		t.Fatalf("off: %+v %v %v", c.Reconcile, c.AdminEmails, err)
 	}
 }

@@ -228,3 +228,29 @@ func TestReconcileLeaseAndResume(t *testing.T) {
 		}
 	})
 }
+
+// Inside serve a pass runs every interval, until the server stops.
+func TestReconcileEveryInterval(t *testing.T) {
+	f := newFixture(t, dbtest.SQLite(t))
+	f.account.subs = []string{subscription("sub_every", userN(40), "active", time.Now().UTC().Add(-time.Hour))}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { f.reconciler(f.read, nil).Every(ctx, 10*time.Millisecond); close(stopped) }()
+	passes := func() int {
+		var n int
+		if err := f.d.QueryRow("select count(*) from reconcile_runs where finished_at is not null").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for deadline := time.Now().Add(10 * time.Second); passes() < 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d passes in 10 s at an interval of 10 ms", passes())
+		}
+	}
+	cancel()
+	<-stopped
+	if f.status(t, "sub_every") != "active" {
+		t.Fatal("the passes repaired nothing")
+	}
+}
