@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
 )
 
 // funcs are the templates' formatting helpers.
@@ -19,7 +21,7 @@ var funcs = template.FuncMap{
 	},
 	"num": func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) },
 	"amount": func(m money) string {
-		return strconv.FormatFloat(m.Amount, 'f', 2, 64) + " " + strings.ToUpper(m.Currency)
+		return strconv.FormatFloat(m.Amount, 'f', billing.Decimals(m.Currency), 64) + " " + strings.ToUpper(m.Currency)
 	},
 	"isnan": math.IsNaN,
 	"upper": strings.ToUpper,

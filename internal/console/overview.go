@@ -36,10 +36,6 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	if err := c.snapshot(ctx, now); err != nil {
-		c.fail(w, r, err)
-		return
-	}
 	data := overviewData{Now: now}
 	mrr := map[string]int64{}
 	for _, row := range now {
@@ -50,28 +46,36 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	data.MRR = inMajorUnits(mrr)
-	if data.Charts, err = c.charts(ctx); err != nil {
+	if data.Charts, err = c.charts(ctx, now); err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	c.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Section: "overview", Data: data})
 }
 
-// charts are the overview's daily charts.
-func (c *Console) charts(ctx context.Context) ([]chart, error) {
-	today := c.now()
-	days := lastDays(today, chartDays)
+// charts are the overview's daily charts. The levels' past days are the kept snapshots;
+// today's point is the standing now, which the page has just worked out.
+func (c *Console) charts(ctx context.Context, now standing) ([]chart, error) {
+	days := lastDays(c.now(), chartDays)
 	since, _ := time.Parse(time.DateOnly, days[0])
 	stored, err := dbq.New(c.opts.DB).ListBillingDays(ctx, since)
 	if err != nil {
 		return nil, err
 	}
 	active, mrr := dayCounts{}, dayCounts{}
+	today := days[len(days)-1]
 	for _, d := range stored {
-		day := d.Day.UTC().Format(time.DateOnly)
-		add(active, day, d.Provider, d.Subscribers)
-		if d.Currency != "" {
-			add(mrr, day, d.Currency, d.MrrMinor)
+		if day := d.Day.UTC().Format(time.DateOnly); day != today {
+			add(active, day, d.Provider, d.Subscribers)
+			if d.Currency != "" {
+				add(mrr, day, d.Currency, d.MrrMinor)
+			}
+		}
+	}
+	for _, r := range now {
+		add(active, today, r.Provider, r.Subscribers)
+		if r.Currency != "" {
+			add(mrr, today, r.Currency, r.MRR)
 		}
 	}
 	providers := []string{billing.ProviderWeb, billing.ProviderMobile, billing.ProviderAppStore, billing.ProviderPlayStore}

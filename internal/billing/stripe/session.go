@@ -11,12 +11,11 @@ import (
 )
 
 // CheckoutSession is a Checkout Session as read back after the buyer returns: whose it
-// is, how its payment stands, and the subscription it made (nil until it made one).
+// is, and the subscription it made (nil until it made one), whose status says how the
+// payment stands.
 type CheckoutSession struct {
 	ID                string
 	ClientReferenceID string
-	Status            string // open, complete or expired
-	PaymentStatus     string // paid, unpaid or no_payment_required
 	// Subscription is the subscription object, read with the session, or nil.
 	Subscription json.RawMessage
 }
@@ -52,8 +51,6 @@ func (c *Client) CheckoutSession(ctx context.Context, id string) (CheckoutSessio
 		stripego.APIResource
 		ID                string          `json:"id"`
 		ClientReferenceID *string         `json:"client_reference_id"`
-		Status            string          `json:"status"`
-		PaymentStatus     string          `json:"payment_status"`
 		Subscription      json.RawMessage `json:"subscription"`
 	}
 	err := c.retrying(ctx, func() error {
@@ -66,7 +63,7 @@ func (c *Client) CheckoutSession(ctx context.Context, id string) (CheckoutSessio
 	if err != nil {
 		return CheckoutSession{}, err
 	}
-	s := CheckoutSession{ID: raw.ID, Status: raw.Status, PaymentStatus: raw.PaymentStatus}
+	s := CheckoutSession{ID: raw.ID}
 	if raw.ClientReferenceID != nil {
 		s.ClientReferenceID = *raw.ClientReferenceID
 	}
