@@ -133,6 +133,7 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) (*billingParts, erro
 	b := &billingParts{
 		pipeline: pipeline.New(d, e.log, pipeline.Options{
 			Adapters: all, Catalogues: catalogues, Mirror: m, OutboundWebhooks: cfg.OutboundWebhookURL != "",
+			Batching: pipeline.Batching{Size: cfg.Batching.Size, Wait: cfg.Batching.Wait}, Registerer: reg,
 		}),
 		reader: reader.New(d, e.log, reader.Options{AnswersMaxAge: cfg.BillingAnswerMaxAge, Catalogues: catalogues, Mirror: m}),
 	}

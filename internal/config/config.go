@@ -100,6 +100,8 @@ type Config struct {
 	// billing-only deployment needs no identity service.
 	Forms bool
 	API   bool
+	// Batching groups webhooks' events into transactions (INGEST_BATCH_*).
+	Batching Batching
 	// Reconcile keeps billing in step with the web provider's API (RECONCILE_*).
 	Reconcile Reconcile
 	// AdminEmails (ADMIN_EMAILS) are the operators whom the console at /admin lets in,
@@ -212,6 +214,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.API = boolean("API", true)
 	c.AdminEmails = loadAdminEmails(get, fail, c.Forms)
 	c.Reconcile = loadReconcile(get, fail)
+	c.Batching = loadBatching(get, fail)
 	c.DevIdentity = c.Env == Development && c.AuthURL == "" && c.AuthJWKSURL == "" && (c.Forms || c.API)
 	if c.DevIdentity {
 		c.AuthURL = c.PublicURL + DevIdentityPath

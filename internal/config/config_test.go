@@ -266,6 +266,22 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 	}
 }
 
+func TestBatching(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil || c.Batching != (Batching{Size: 32, Wait: time.Millisecond}) {
+		t.Fatalf("defaults: %+v %v", c.Batching, err)
+	}
+	c, err = Load(env(map[string]string{"INGEST_BATCH_SIZE": "1", "INGEST_BATCH_WAIT": "0"}))
+	if err != nil || c.Batching != (Batching{Size: 1}) {
+		t.Fatalf("one event a transaction: %+v %v", c.Batching, err)
+	}
+	for name, raw := range map[string]string{"INGEST_BATCH_SIZE": "65", "INGEST_BATCH_WAIT": "1s"} {
+		if _, err := Load(env(map[string]string{name: raw})); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%s: %v", name, raw, err)
+		}
+	}
+}
+
 func TestReconcileAndOperators(t *testing.T) {
 	c, err := Load(env(map[string]string{"RECONCILE_INTERVAL": "6h", "RECONCILE_PACE": "5", "ADMIN_EMAILS": " Ops@Example.com , b@example.com"}))
 	if err != nil || c.Reconcile != (Reconcile{Interval: 6 * time.Hour, Pace: 5}) || strings.Join(c.AdminEmails, ",") != "ops@example.com,b@example.com" {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -230,4 +231,11 @@ func Describe(databaseURL string) string {
 		return "postgres"
 	}
 	return "postgres " + u.Host + u.Path
+}
+
+// IsConflict says whether err is Postgres giving up a transaction that conflicted with
+// another (a deadlock, or a serialisation failure): tried again, it can succeed.
+func IsConflict(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
 }

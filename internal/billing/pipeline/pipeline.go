@@ -7,17 +7,16 @@ package pipeline
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/mirror"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/db"
-	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
 // Options configures a Pipeline.
@@ -31,7 +30,11 @@ type Options struct {
 	// OutboundWebhooks records an entitlements.changed event in the outbox with every
 	// change of a user's billing answer (OUTBOUND_WEBHOOK_URL is set).
 	OutboundWebhooks bool
-	Clock            func() time.Time
+	// Batching groups webhooks' events into transactions.
+	Batching Batching
+	// Registerer takes tollgate_ingest_batch_size; nil registers nothing.
+	Registerer prometheus.Registerer
+	Clock      func() time.Time
 }
 
 // Pipeline applies providers' events to the canonical model.
@@ -45,6 +48,8 @@ type Pipeline struct {
 	announce   bool // record changes in the outbox
 	onChange   []func(ctx context.Context, userID string)
 	onCommit   []func(users ...string)
+	queue      *queue
+	batchSize  prometheus.Histogram
 }
 
 // New builds a Pipeline.
@@ -56,6 +61,19 @@ func New(d *db.DB, log *slog.Logger, opts Options) *Pipeline {
 	p := &Pipeline{
 		db: d, log: log, now: func() time.Time { return clock().UTC() }, adapters: map[string]billing.Adapter{},
 		catalogues: opts.Catalogues, mirror: opts.Mirror, announce: opts.OutboundWebhooks,
+	}
+	batching := opts.Batching
+	if batching.Writers < 1 {
+		batching.Writers = map[db.Engine]int{db.Postgres: 2, db.SQLite: 1}[d.Engine]
+	}
+	p.queue = newQueue(batching, p.commit)
+	p.batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "tollgate_ingest_batch_size",
+		Help:    "Webhook events committed per transaction (group commit).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 7),
+	})
+	if opts.Registerer != nil {
+		opts.Registerer.MustRegister(p.batchSize)
 	}
 	if p.catalogues == nil {
 		p.catalogues = &plans.Catalogues{}
@@ -134,53 +152,6 @@ type Processed struct {
 	changed []string
 	columns eventColumns
 }
-
-// Ingest stores one verified event and processes it in a single transaction, so an event
-// is either recorded and processed or, on any database failure, not there at all. An
-// adapter's network step runs before the transaction and its post-commit action after;
-// the failure of either is returned as a *RetryError.
-func (p *Pipeline) Ingest(ctx context.Context, provider string, ev billing.Event, body []byte) (Processed, error) {
-	a, ok := p.adapters[provider]
-	if !ok {
-		return Processed{}, fmt.Errorf("no adapter for provider %q", provider)
-	}
-	if f, ok := a.(billing.Fetcher); ok {
-		var err error
-		if ev, err = f.Fetch(ctx, ev, body, p.now()); err != nil {
-			return Processed{}, &RetryError{Err: err}
-		}
-	}
-	var done Processed
-	err := p.request(ctx, func(ctx context.Context) error {
-		return p.db.InTx(ctx, func(tx *sql.Tx) error {
-			e := event{adapter: a, Event: ev, body: body}
-			var err error
-			if done, err = p.process(ctx, tx, e); err != nil {
-				return err
-			}
-			return p.storeEvent(ctx, dbq.New(tx), provider, e, done)
-		})
-	})
-	if err != nil {
-		return done, err
-	}
-	p.committed(ctx, []string{done.UserID}, done.changed)
-	if c, ok := a.(billing.Committer); ok {
-		if err := c.Committed(ctx, ev, done.Outcome); err != nil {
-			// The event stays applied; a failure answers 503 so that the provider delivers it
-			// again and the action is tried again (applying it again changes nothing).
-			return done, &RetryError{Err: err}
-		}
-	}
-	return done, nil
-}
-
-// RetryError is an adapter's network work failing, before the event's transaction (the
-// purchase's read) or after its commit (its acknowledgement): the provider should retry.
-type RetryError struct{ Err error }
-
-func (e *RetryError) Error() string { return "the provider's API: " + e.Err.Error() }
-func (e *RetryError) Unwrap() error { return e.Err }
 
 // request runs one request's database work within DB_TIMEOUT and tells the database's
 // outage log how it went.

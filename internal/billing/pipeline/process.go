@@ -14,6 +14,38 @@ type event struct {
 	billing.Event
 	adapter billing.Adapter
 	body    []byte
+	// read is what its adapter's Read gave, when it was read before the transaction (a
+	// webhook's event, read while it waits for its batch); nil: read it in process.
+	read *reading
+}
+
+// reading is the result of an adapter's Read.
+type reading struct {
+	billing.Reading
+	err error
+}
+
+// reading gives what the event says, read once.
+func (e event) reading() (billing.Reading, error) {
+	if e.read == nil {
+		r, err := e.adapter.Read(e.Event, e.body)
+		return r, err
+	}
+	return e.read.Reading, e.read.err
+}
+
+// savepoint names a savepoint of the transaction an event is processed in: each event of
+// a batch has its own, so that rolling one back never reaches into its neighbours.
+type savepoint string
+
+func (s savepoint) set(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, "savepoint "+string(s))
+	return err
+}
+
+func (s savepoint) rollBack(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, "rollback to savepoint "+string(s))
+	return err
 }
 
 // work is one event's work inside a transaction: the transaction's queries, the adapter,
@@ -42,13 +74,13 @@ func newWork(tx *sql.Tx, a billing.Adapter, cause billing.ChangeCause) *work {
 
 // process runs the adapter over an event; the caller stores the event with what became of
 // it (outcome, user, reason, and its subscription's row before and after) in the same
-// transaction. The event's writes sit behind a savepoint: an event that resolves to no
+// transaction. The event's writes sit behind the savepoint sp, set here: an event that resolves to no
 // user or plan, or that can never be processed, leaves every canonical row exactly as it
 // was, and its reason is stored on the event so that `events replay --unprocessed` finds
 // it again. Any other error is returned so the transaction rolls back and the provider
 // retries.
-func (p *Pipeline) process(ctx context.Context, tx *sql.Tx, ev event) (Processed, error) {
-	if _, err := tx.ExecContext(ctx, "savepoint process_event"); err != nil {
+func (p *Pipeline) process(ctx context.Context, tx *sql.Tx, sp savepoint, ev event) (Processed, error) {
+	if err := sp.set(ctx, tx); err != nil {
 		return Processed{}, err
 	}
 	provider := ev.adapter.Provider()
@@ -70,7 +102,7 @@ func (p *Pipeline) process(ctx context.Context, tx *sql.Tx, ev event) (Processed
 		return Processed{}, err
 	}
 	if processingError.Valid {
-		if _, err := tx.ExecContext(ctx, "rollback to savepoint process_event"); err != nil {
+		if err := sp.rollBack(ctx, tx); err != nil {
 			return Processed{}, err
 		}
 		w.changed, w.user = nil, ""
@@ -85,7 +117,7 @@ func (p *Pipeline) process(ctx context.Context, tx *sql.Tx, ev event) (Processed
 
 // applyEvent reads the event through its adapter and applies what it says.
 func (p *Pipeline) applyEvent(ctx context.Context, w *work, ev event) (string, error) {
-	r, err := w.adapter.Read(ev.Event, ev.body)
+	r, err := ev.reading()
 	if err != nil {
 		return "", err
 	}

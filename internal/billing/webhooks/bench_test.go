@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -118,12 +120,14 @@ func BenchmarkIngestVsMinimalReceiver(b *testing.B) {
 	for _, engine := range []string{"postgres", "sqlite"} {
 		open := map[string]func(testing.TB) *db.DB{"postgres": dbtest.Postgres, "sqlite": dbtest.SQLite}[engine]
 		b.Run(engine, func(b *testing.B) {
-			h := newHarness(b, open(b))
+			h := newHarness(b, open(b), withBatchingFromEnv)
 			minimal := newMinimalReceiver(b, open(b), testWebSecret, h.clock)
 			var tollgate, baseline sample
 			alternate(b.N,
 				func() { tollgate.add(sendFor(b, h.handler, h.clock, nextEvent)) },
 				func() { baseline.add(sendFor(b, minimal, h.clock, nextEvent)) })
+			transactions, events := h.batches()
+			b.ReportMetric(events/transactions, "events/commit")
 			b.ReportMetric(tollgate.perSecond(), "tollgate-events/s")
 			b.ReportMetric(baseline.perSecond(), "minimal-events/s")
 			b.ReportMetric(tollgate.perSecond()/baseline.perSecond(), "rate-ratio")
@@ -474,4 +478,10 @@ func sendProviderFor(b *testing.B, provider string, handler http.Handler, clock 
 	}
 	wg.Wait()
 	return sample{events: len(all), elapsed: time.Since(start), latencies: all}
+}
+
+func withBatchingFromEnv(o *options) {
+	o.batching.Size, _ = strconv.Atoi(os.Getenv("BATCH_SIZE"))
+	o.batching.Wait, _ = time.ParseDuration(os.Getenv("BATCH_WAIT"))
+	o.batching.Writers, _ = strconv.Atoi(os.Getenv("BATCH_WRITERS"))
 }

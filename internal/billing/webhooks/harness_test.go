@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/adapty"
 	"github.com/tollgate/tollgate/internal/billing/mirror"
@@ -62,6 +64,7 @@ type options struct {
 	outboundWebhooks        bool
 	answersMaxAge           time.Duration
 	extra                   []billing.Adapter // adapters beside the two providers'
+	batching                pipeline.Batching
 }
 
 type harnessOption func(*options)
@@ -101,11 +104,12 @@ type harness struct {
 	mu      sync.Mutex
 	now     time.Time
 	logs    *logcapture.Buffer
+	metrics *prometheus.Registry
 }
 
 func newHarness(t testing.TB, d *db.DB, opts ...harnessOption) *harness {
 	t.Helper()
-	h := &harness{t: t, db: d, now: fixtureNow, logs: &logcapture.Buffer{}}
+	h := &harness{t: t, db: d, now: fixtureNow, logs: &logcapture.Buffer{}, metrics: prometheus.NewRegistry()}
 	o := options{mountWeb: true, webSecret: testWebSecret, mobileSecret: testMobileSecret}
 	for _, opt := range opts {
 		opt(&o)
@@ -126,7 +130,10 @@ func newHarness(t testing.TB, d *db.DB, opts ...harnessOption) *harness {
 	}
 	catalogues := &plans.Catalogues{}
 	h.svc = &stack{
-		Pipeline: pipeline.New(d, log, pipeline.Options{Adapters: adapters, Catalogues: catalogues, Mirror: m, OutboundWebhooks: o.outboundWebhooks, Clock: h.clock}),
+		Pipeline: pipeline.New(d, log, pipeline.Options{
+			Adapters: adapters, Catalogues: catalogues, Mirror: m, OutboundWebhooks: o.outboundWebhooks,
+			Batching: o.batching, Registerer: h.metrics, Clock: h.clock,
+		}),
 		Reader:   reader.New(d, log, reader.Options{AnswersMaxAge: o.answersMaxAge, Catalogues: catalogues, Mirror: m, Clock: h.clock}),
 		db:       d, log: log, now: h.clock,
 	}
@@ -142,6 +149,23 @@ func newHarness(t testing.TB, d *db.DB, opts ...harnessOption) *harness {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// batches says how many transactions of webhook events have committed, and how many
+// events they held (tollgate_ingest_batch_size).
+func (h *harness) batches() (transactions, events float64) {
+	families, err := h.metrics.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "tollgate_ingest_batch_size" {
+			hist := f.GetMetric()[0].GetHistogram()
+			return float64(hist.GetSampleCount()), hist.GetSampleSum()
+		}
+	}
+	h.t.Fatal("no tollgate_ingest_batch_size")
+	return 0, 0
 }
 
 func (h *harness) clock() time.Time {

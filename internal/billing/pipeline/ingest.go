@@ -1,0 +1,147 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbq"
+)
+
+// Ingest stores one verified event and processes it, so that it is either recorded and
+// processed or, on any database failure, not there at all. Events from concurrent
+// requests share transactions (Batching): Ingest returns once the transaction holding
+// this event has committed. An adapter's network step runs before the event joins a batch
+// and its post-commit action after; the failure of either is returned as a *RetryError.
+func (p *Pipeline) Ingest(ctx context.Context, provider string, ev billing.Event, body []byte) (Processed, error) {
+	a, ok := p.adapters[provider]
+	if !ok {
+		return Processed{}, fmt.Errorf("no adapter for provider %q", provider)
+	}
+	if f, ok := a.(billing.Fetcher); ok {
+		var err error
+		if ev, err = f.Fetch(ctx, ev, body, p.now()); err != nil {
+			return Processed{}, &RetryError{Err: err}
+		}
+	}
+	// Read here, in the request's goroutine, not in the batch's transaction, which runs
+	// one event after another.
+	r, err := a.Read(ev, body)
+	j := &job{ctx: ctx, ev: event{adapter: a, Event: ev, body: body, read: &reading{r, err}}, key: provider + "\x00" + r.Subscription}
+	if err := p.db.Report(ctx, p.await(ctx, j)); err != nil {
+		return Processed{}, err
+	}
+	done := j.result
+	p.committed(ctx, []string{done.UserID}, done.changed)
+	if c, ok := a.(billing.Committer); ok {
+		if err := c.Committed(ctx, ev, done.Outcome); err != nil {
+			// The event stays applied; a failure answers 503 so that the provider delivers it
+			// again and the action is tried again (applying it again changes nothing).
+			return done, &RetryError{Err: err}
+		}
+	}
+	return done, nil
+}
+
+// RetryError is an adapter's network work failing, before the event's transaction (the
+// purchase's read) or after its commit (its acknowledgement): the provider should retry.
+type RetryError struct{ Err error }
+
+func (e *RetryError) Error() string { return "the provider's API: " + e.Err.Error() }
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// await queues j and waits for its transaction. A job that no batch has taken by the
+// request's database deadline leaves the queue unapplied; once taken, its batch's own
+// deadline bounds it.
+func (p *Pipeline) await(ctx context.Context, j *job) error {
+	ctx, cancel := p.db.Bound(ctx)
+	defer cancel()
+	p.queue.add(j)
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		if p.queue.withdraw(j) {
+			return ctx.Err()
+		}
+		<-j.done
+	}
+	return j.err
+}
+
+// maxAttempts is how many times a batch that Postgres gave up for conflicting with
+// another transaction (a deadlock with another instance's batch) is tried.
+const maxAttempts = 3
+
+// commit applies a batch in one transaction and tells each job how it went. Events are
+// applied in the order of the rows they lock, so that two batches lock rows in one order
+// and wait for each other rather than deadlock; a batch that deadlocks regardless (on a
+// customer's row, say) is tried again whole.
+func (p *Pipeline) commit(batch []*job) {
+	slices.SortStableFunc(batch, func(a, b *job) int { return strings.Compare(a.key, b.key) })
+	ctx, cancel := p.db.Bound(context.Background())
+	defer cancel()
+	var err error
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		err = p.db.InTx(ctx, func(tx *sql.Tx) error { return p.applyBatch(ctx, tx, batch) })
+		if !db.IsConflict(err) {
+			break
+		}
+	}
+	applied := 0
+	for _, j := range batch {
+		if err != nil {
+			j.err = err
+		}
+		if j.err == nil {
+			applied++
+		}
+		close(j.done)
+	}
+	if err == nil {
+		p.batchSize.Observe(float64(applied))
+	}
+}
+
+// applyBatch processes and stores each job's event behind a savepoint of its own: an
+// event whose work fails is rolled back alone and answered as a failure, while its
+// neighbours commit.
+func (p *Pipeline) applyBatch(ctx context.Context, tx *sql.Tx, batch []*job) error {
+	q := dbq.New(tx)
+	for i, j := range batch {
+		j.result, j.err = Processed{}, nil
+		ctx := withValuesOf(ctx, j.ctx)
+		sp := savepoint("event_" + strconv.Itoa(i))
+		done, err := p.process(ctx, tx, sp, j.ev)
+		if err == nil {
+			err = p.storeEvent(ctx, q, j.ev.adapter.Provider(), j.ev, done)
+		}
+		switch {
+		case err == nil:
+			j.result = done
+		case db.IsConflict(err):
+			return err
+		default:
+			if rollbackErr := sp.rollBack(ctx, tx); rollbackErr != nil {
+				return err // the transaction is lost: every event of the batch fails
+			}
+			j.err = err
+		}
+	}
+	return nil
+}
+
+// valuesOf is a context with the deadline and cancellation of one (a batch's) and the
+// values of another (the request that sent an event: its request id, for logs).
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func withValuesOf(ctx, values context.Context) context.Context { return valuesOf{ctx, values} }
+
+func (c valuesOf) Value(key any) any { return c.values.Value(key) }

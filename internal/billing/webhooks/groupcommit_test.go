@@ -1,0 +1,142 @@
+package webhooks
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+)
+
+// withBatches makes batches form whenever events arrive together.
+func withBatches(o *options) {
+	o.batching = pipeline.Batching{Size: 16, Wait: 5e6} // 5 ms
+}
+
+// delivery is one webhook delivery of a test stream.
+type delivery struct {
+	name string // for failures
+	body []byte
+}
+
+// concurrentStream is 200 deliveries: the lifecycles of 30 subscriptions, a body that
+// jsonb refuses as sent, every other delivery sent again (some a third time), and one poison event (see
+// refusePoison); each subscription's events in the order they happened.
+func concurrentStream(t *testing.T) (inOrder []delivery) {
+	for i := range 30 {
+		sub := fmt.Sprintf("sub_batch_%02d", i)
+		events := webLifecycle(t, sub)
+		for _, name := range []string{"created", "updated", "invoice", "deleted"} {
+			inOrder = append(inOrder, delivery{sub + " " + name, events[name]})
+		}
+	}
+	inOrder = append(inOrder, delivery{"escapes jsonb refuses", edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+		m["id"], m["note"] = "evt_escapes", "a\x00b"
+		path(m, "data", "object")["id"] = "sub_escapes"
+	})})
+	inOrder = append(inOrder, delivery{"poison", edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+		m["id"] = poisonEventID
+		path(m, "data", "object")["id"] = "sub_poison"
+	})})
+	for i := 0; len(inOrder) < 200; i += 2 {
+		inOrder = append(inOrder, delivery{inOrder[i].name + " again", inOrder[i].body})
+	}
+	return inOrder
+}
+
+const poisonEventID = "evt_poison"
+
+// refusePoison makes the database refuse to store the poison event: a failure inside its
+// batch's transaction after its writes, which its savepoint must undo alone.
+func refusePoison(t *testing.T, d *db.DB) {
+	ddl := map[db.Engine][]string{
+		db.Postgres: {
+			`create function refuse_poison() returns trigger language plpgsql as $$ begin raise exception 'poison event'; end $$`,
+			`create trigger poison before insert on provider_events for each row when (new.provider_event_id = '` + poisonEventID + `') execute function refuse_poison()`,
+		},
+		db.SQLite: {
+			`create trigger poison before insert on provider_events when new.provider_event_id = '` + poisonEventID + `' begin select raise(abort, 'poison event'); end`,
+		},
+	}[d.Engine]
+	for _, stmt := range ddl {
+		if _, err := d.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestConcurrentDeliveriesEndAsInOrder: 200 deliveries at once, shuffled (each
+// subscription's events out of order, duplicates racing each other), grouped into shared
+// transactions, end in the state the same events give one at a time in order; the poison
+// event alone is answered 503 and leaves no trace, and is stored once it can be.
+func TestConcurrentDeliveriesEndAsInOrder(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		stream := concurrentStream(t)
+		reference := newHarness(t, map[db.Engine]func(testing.TB) *db.DB{db.Postgres: dbtest.Postgres, db.SQLite: dbtest.SQLite}[d.Engine](t))
+		refusePoison(t, reference.db)
+		for _, del := range stream {
+			want := http.StatusOK
+			if del.name == "poison" {
+				want = http.StatusServiceUnavailable
+			}
+			if code := reference.sendWeb(del.body).Code; code != want {
+				t.Fatalf("in order, %s: %d", del.name, code)
+			}
+		}
+
+		h := newHarness(t, d, withBatches)
+		refusePoison(t, d)
+		shuffled := slices.Clone(stream)
+		rand.New(rand.NewPCG(31, 200)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		codes := make([]int, len(shuffled))
+		var start, wg sync.WaitGroup
+		start.Add(1)
+		for i, del := range shuffled {
+			wg.Go(func() {
+				start.Wait()
+				codes[i] = h.sendWeb(del.body).Code
+			})
+		}
+		start.Done()
+		wg.Wait()
+		for i, del := range shuffled {
+			want := http.StatusOK
+			if del.name == "poison" {
+				want = http.StatusServiceUnavailable
+			}
+			if codes[i] != want {
+				t.Errorf("%s answered %d, want %d", del.name, codes[i], want)
+			}
+		}
+		if transactions, events := h.batches(); events < 2*transactions {
+			t.Errorf("%v events in %v transactions: the deliveries did not share transactions", events, transactions)
+		}
+		if got, want := h.canonicalState(), reference.canonicalState(); got != want {
+			t.Fatalf("concurrent:\n%s\nin order:\n%s", got, want)
+		}
+		if got, want := h.countEvents(), reference.countEvents(); got != want || got != 30*4+1 {
+			t.Errorf("%d events stored, %d in order, want %d", got, want, 30*4+1)
+		}
+		if h.canonical(billing.ProviderWeb, "sub_poison") != nil || h.countRows("provider_subscriptions where provider_subscription_id = 'sub_poison'") != 0 {
+			t.Fatal("the poison event's writes survived its failure")
+		}
+		if got, want := h.answer(t, fixtureUser), reference.answer(t, fixtureUser); got != want {
+			t.Errorf("answer %s, in order %s", got, want)
+		}
+
+		// Once the database takes it, the provider's next delivery is stored and applied.
+		if _, err := d.Exec("drop trigger poison" + map[db.Engine]string{db.Postgres: " on provider_events"}[d.Engine]); err != nil {
+			t.Fatal(err)
+		}
+		h.mustSend(billing.ProviderWeb, stream[slices.IndexFunc(stream, func(del delivery) bool { return del.name == "poison" })].body)
+		if got := h.canonical(billing.ProviderWeb, "sub_poison"); got == nil || got.Status != billing.StatusActive {
+			t.Fatalf("the poison event redelivered: %+v", got)
+		}
+	})
+}
