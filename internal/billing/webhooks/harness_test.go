@@ -134,8 +134,8 @@ func newHarness(t testing.TB, d *db.DB, opts ...harnessOption) *harness {
 			Adapters: adapters, Catalogues: catalogues, Mirror: m, OutboundWebhooks: o.outboundWebhooks,
 			Batching: o.batching, Registerer: h.metrics, Clock: h.clock,
 		}),
-		Reader:   reader.New(d, log, reader.Options{AnswersMaxAge: o.answersMaxAge, Catalogues: catalogues, Mirror: m, Clock: h.clock}),
-		db:       d, log: log, now: h.clock,
+		Reader: reader.New(d, log, reader.Options{AnswersMaxAge: o.answersMaxAge, Catalogues: catalogues, Mirror: m, Clock: h.clock}),
+		db:     d, log: log, now: h.clock,
 	}
 	h.svc.OnCommit(h.svc.Forget)
 	mux := http.NewServeMux()
