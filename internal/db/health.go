@@ -80,7 +80,7 @@ func (d *DB) Refused(ctx context.Context, err error) {
 // Answered records database work that succeeded. The outage is reported over, with how
 // many requests it refused, once the database has answered and refused nothing for
 // outageSettle.
-func (d *DB) Answered(ctx context.Context) {
+func (d *DB) Answered() {
 	h := d.health
 	if h == nil || !h.down.Load() {
 		return
@@ -141,7 +141,7 @@ func (d *DB) Report(ctx context.Context, err error) error {
 	if err != nil {
 		d.Refused(ctx, err)
 	} else {
-		d.Answered(ctx)
+		d.Answered()
 	}
 	return err
 }

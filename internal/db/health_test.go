@@ -25,11 +25,11 @@ func TestOutageReportedOnceDespiteFlapping(t *testing.T) {
 
 	for range 3 {
 		d.Refused(ctx, down)
-		d.Answered(ctx)
+		d.Answered()
 	}
 	d.Refused(ctx, down)
 	time.Sleep(outageSettle / 2)
-	d.Answered(ctx)
+	d.Answered()
 	if strings.Contains(logs.String(), "available again") {
 		t.Fatalf("the outage was reported over before it settled:\n%s", logs.String())
 	}
@@ -48,7 +48,7 @@ func TestOutageReportedOnceDespiteFlapping(t *testing.T) {
 	// A later outage is reported again, and its end is not lost when the process closes
 	// the database before the settle period is over.
 	d.Refused(ctx, down)
-	d.Answered(ctx)
+	d.Answered()
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func (k *Keys) Check(ctx context.Context, key string) (string, error) {
 	q := dbq.New(k.db)
 	found, err := q.FindServiceKey(ctx, hash(key))
 	if errors.Is(err, sql.ErrNoRows) {
-		k.db.Answered(ctx)
+		k.db.Answered()
 		return "", ErrUnknown
 	}
 	if err != nil {
@@ -123,7 +123,7 @@ func (k *Keys) Check(ctx context.Context, key string) (string, error) {
 			return "", k.db.Report(ctx, err)
 		}
 	}
-	k.db.Answered(ctx)
+	k.db.Answered()
 	return found.Name, nil
 }
 

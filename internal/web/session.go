@@ -45,7 +45,7 @@ func (s sessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool, 
 	defer cancel()
 	data, err := dbq.New(s.db).FindWebSession(ctx, dbq.FindWebSessionParams{Token: token, Now: time.Now().UTC()})
 	if errors.Is(err, sql.ErrNoRows) {
-		s.db.Answered(ctx)
+		s.db.Answered()
 		return nil, false, nil
 	}
 	return data, err == nil, s.db.Report(ctx, err)

@@ -160,7 +160,7 @@ func (p *Pipeline) request(ctx context.Context, work func(ctx context.Context) e
 	defer cancel()
 	err := work(ctx)
 	if billing.IsAnswer(err) {
-		p.db.Answered(ctx)
+		p.db.Answered()
 		return err
 	}
 	return p.db.Report(ctx, err)

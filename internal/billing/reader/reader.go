@@ -69,7 +69,7 @@ func (s *Reader) request(ctx context.Context, work func(ctx context.Context) err
 	defer cancel()
 	err := work(ctx)
 	if billing.IsAnswer(err) {
-		s.db.Answered(ctx)
+		s.db.Answered()
 		return err
 	}
 	return s.db.Report(ctx, err)

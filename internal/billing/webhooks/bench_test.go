@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,7 +17,9 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
+	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 	"github.com/tollgate/tollgate/internal/outbound"
@@ -120,7 +121,7 @@ func BenchmarkIngestVsMinimalReceiver(b *testing.B) {
 	for _, engine := range []string{"postgres", "sqlite"} {
 		open := map[string]func(testing.TB) *db.DB{"postgres": dbtest.Postgres, "sqlite": dbtest.SQLite}[engine]
 		b.Run(engine, func(b *testing.B) {
-			h := newHarness(b, open(b), withBatchingFromEnv)
+			h := newHarness(b, open(b), withServeBatching)
 			minimal := newMinimalReceiver(b, open(b), testWebSecret, h.clock)
 			var tollgate, baseline sample
 			alternate(b.N,
@@ -480,8 +481,17 @@ func sendProviderFor(b *testing.B, provider string, handler http.Handler, clock 
 	return sample{events: len(all), elapsed: time.Since(start), latencies: all}
 }
 
-func withBatchingFromEnv(o *options) {
-	o.batching.Size, _ = strconv.Atoi(os.Getenv("BATCH_SIZE"))
-	o.batching.Wait, _ = time.ParseDuration(os.Getenv("BATCH_WAIT"))
-	o.batching.Writers, _ = strconv.Atoi(os.Getenv("BATCH_WRITERS"))
+// withServeBatching batches as serve does by default, or as INGEST_BATCH_SIZE and
+// INGEST_BATCH_WAIT in the benchmark's environment say (docs/performance.md).
+func withServeBatching(o *options) {
+	c, err := config.Load(func(name string) string {
+		if strings.HasPrefix(name, "INGEST_BATCH_") {
+			return os.Getenv(name)
+		}
+		return ""
+	})
+	if err != nil {
+		panic(err)
+	}
+	o.batching = pipeline.Batching{Size: c.Batching.Size, Wait: c.Batching.Wait}
 }
