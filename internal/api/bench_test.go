@@ -158,6 +158,29 @@ func BenchmarkES256(b *testing.B) {
 //
 //	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench SideBySide -benchtime 10x ./internal/api
 func BenchmarkSideBySide(b *testing.B) {
+	pairs, token := sideBySidePairs(b)
+	for _, pair := range pairs {
+		b.Run(pair.name, func(b *testing.B) {
+			var real, basis float64
+			alternate(b.N, func() { real += getFor(b, pair.real, pair.path, token) }, func() { basis += getFor(b, pair.basis, pair.path, token) })
+			b.ReportMetric(real/float64(b.N), "tollgate-req/s")
+			b.ReportMetric(basis/float64(b.N), "bare-req/s")
+			b.ReportMetric(real/basis, "ratio")
+		})
+	}
+}
+
+// sideBySidePair is a handler of tollgate's and the bare one it is measured against, and
+// the path both are asked for.
+type sideBySidePair struct {
+	name        string
+	real, basis http.Handler
+	path        string
+}
+
+// sideBySidePairs are the pairs of BenchmarkSideBySide and BenchmarkUnderWrk, and the
+// Authorization header to send.
+func sideBySidePairs(b *testing.B) ([]sideBySidePair, string) {
 	cfg := benchLimits
 	cfg.db = dbtest.Postgres(b)
 	cfg.answersMaxAge = 30 * time.Second // as serve keeps answers
@@ -177,32 +200,28 @@ func BenchmarkSideBySide(b *testing.B) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(body)
 	})
-	trivial := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
+	trivial := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true}`)
+	})
 	a := New(Options{Verifier: h.verifier, Throttles: h.throttles, PerIP: cfg.perIP, PerToken: cfg.perToken})
-	for _, pair := range []struct {
-		name        string
-		real, basis http.Handler
-		path        string
-	}{
+	return []sideBySidePair{
 		{"me", h.handler, bare, "/api/v1/me"},
 		{"middleware", a.guard(trivial), trivial, "/api/v1/ping"},
-	} {
-		b.Run(pair.name, func(b *testing.B) {
-			var real, basis float64
-			for i := range b.N {
-				first, second := &real, &basis
-				sides := [2]http.Handler{pair.real, pair.basis}
-				if i%2 == 1 {
-					first, second = second, first
-					sides[0], sides[1] = sides[1], sides[0]
-				}
-				*first += getFor(b, sides[0], pair.path, token)
-				*second += getFor(b, sides[1], pair.path, token)
-			}
-			b.ReportMetric(real/float64(b.N), "tollgate-req/s")
-			b.ReportMetric(basis/float64(b.N), "bare-req/s")
-			b.ReportMetric(real/basis, "ratio")
-		})
+	}, token
+}
+
+// alternate runs pairs rounds of a and b in turns (a then b, then b then a, …) so that
+// drift in the machine falls on both sides alike.
+func alternate(pairs int, a, b func()) {
+	for i := range pairs {
+		if i%2 == 0 {
+			a()
+			b()
+		} else {
+			b()
+			a()
+		}
 	}
 }
 

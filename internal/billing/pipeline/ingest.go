@@ -91,6 +91,8 @@ func (p *Pipeline) commit(batch []*job) {
 		if !db.IsConflict(err) {
 			break
 		}
+		p.log.InfoContext(ctx, "a batch of webhook events conflicted with another transaction; applying it again",
+			"attempt", attempt, "events", len(batch), "error", err)
 	}
 	applied := 0
 	for _, j := range batch {

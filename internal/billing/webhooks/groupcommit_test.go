@@ -5,8 +5,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
@@ -139,4 +141,75 @@ func TestConcurrentDeliveriesEndAsInOrder(t *testing.T) {
 			t.Fatalf("the poison event redelivered: %+v", got)
 		}
 	})
+}
+
+// TestABatchThatDeadlocksIsAppliedAgain: a batch that deadlocks with another transaction
+// (another instance's batch, holding one customer's row and then asking for another's)
+// is given up by Postgres and applied again whole once the other is done: every event of
+// it is answered 200 and applied.
+func TestABatchThatDeadlocksIsAppliedAgain(t *testing.T) {
+	d := dbtest.Postgres(t)
+	h := newHarness(t, d, func(o *options) { o.batching = pipeline.Batching{Size: 2, Wait: time.Second} })
+	userA, userB := "00000000-0000-4000-8000-00000000000a", "00000000-0000-4000-8000-00000000000b"
+	event := func(sub, customer, user string) []byte {
+		return edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+			m["id"] = "evt_" + sub
+			obj := path(m, "data", "object")
+			obj["id"], obj["customer"] = sub, customer
+			path(obj, "metadata")["user_id"] = user
+		})
+	}
+	h.mustSend(billing.ProviderWeb, event("sub_first_a", "cus_a", userA))
+	h.mustSend(billing.ProviderWeb, event("sub_first_b", "cus_b", userB))
+
+	other, err := d.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	lock := func(user string) error {
+		_, err := other.Exec("select id from billing_customers where user_id = $1 for update", user)
+		return err
+	}
+	if err := lock(userA); err != nil {
+		t.Fatal(err)
+	}
+	// One batch: sub_1 (B's) takes B's customer row, then sub_2 (A's) waits for A's.
+	codes := make(chan int, 2)
+	for _, body := range [][]byte{event("sub_1", "cus_b", userB), event("sub_2", "cus_a", userA)} {
+		go func() { codes <- h.sendWeb(body).Code }()
+	}
+	waitFor(t, func() bool {
+		var waiting int
+		d.QueryRow("select count(*) from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'").Scan(&waiting)
+		return waiting == 1
+	})
+	// Asking for B's row closes the cycle; the batch, waiting longer, is the one given up.
+	if err := lock(userB); err != nil {
+		t.Fatalf("the other transaction was given up, not the batch: %v", err)
+	}
+	other.Rollback()
+	for range 2 {
+		if code := <-codes; code != http.StatusOK {
+			t.Fatalf("a delivery of the deadlocked batch answered %d", code)
+		}
+	}
+	if !strings.Contains(h.logs.String(), "conflicted with another transaction; applying it again") {
+		t.Fatalf("no deadlock was met:\n%s", h.logs.String())
+	}
+	for sub, user := range map[string]string{"sub_1": userB, "sub_2": userA} {
+		if got := h.canonical(billing.ProviderWeb, sub); got == nil || got.UserID != user || got.Status != billing.StatusActive {
+			t.Errorf("%s: %+v", sub, got)
+		}
+	}
+}
+
+// waitFor polls cond for up to ten seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting")
+		}
+	}
 }
