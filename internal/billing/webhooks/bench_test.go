@@ -148,7 +148,7 @@ func BenchmarkIngestVsMinimalReceiver(b *testing.B) {
 //	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench IngestGrowth -benchtime 10x ./internal/billing/webhooks
 func BenchmarkIngestGrowth(b *testing.B) {
 	nextEvent := newSubscriptionEvents(b)
-	small, large := newHarness(b, dbtest.Postgres(b)), newHarness(b, dbtest.Postgres(b))
+	small, large := newHarness(b, dbtest.Postgres(b), withServeBatching), newHarness(b, dbtest.Postgres(b), withServeBatching)
 	for h, n := range map[*harness]int{small: 10_000, large: 1_000_000} {
 		if _, err := h.db.Exec(`insert into provider_events (provider, provider_event_id, event_type, received_at, processed_at, created_at, updated_at)
 			select 'web', 'evt_stored_' || g, 'customer.subscription.updated', $1, $1, $1, $1 from generate_series(1, $2) g`, fixtureNow, n); err != nil {
@@ -238,12 +238,12 @@ func compareOutbound(b *testing.B, provider string, nextEvent func(string) (stri
 	for _, engine := range []string{"postgres", "sqlite"} {
 		open := map[string]func(testing.TB) *db.DB{"postgres": dbtest.Postgres, "sqlite": dbtest.SQLite}[engine]
 		b.Run(engine, func(b *testing.B) {
-			off := newHarness(b, open(b))
+			off := newHarness(b, open(b), withServeBatching)
 			var on *harness
 			if part >= recorded {
-				on = newHarness(b, open(b), withOutbound)
+				on = newHarness(b, open(b), withServeBatching, withOutbound)
 			} else {
-				on = newHarness(b, open(b))
+				on = newHarness(b, open(b), withServeBatching)
 			}
 			var changes atomic.Int64
 			run := func(context.Context) {}
