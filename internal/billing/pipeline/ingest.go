@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,10 +119,7 @@ func (p *Pipeline) applyBatch(ctx context.Context, tx *sql.Tx, batch []*job) err
 		j.result, j.err = Processed{}, nil
 		ctx := withValuesOf(ctx, j.ctx)
 		sp := savepoint("event_" + strconv.Itoa(i))
-		done, err := p.process(ctx, tx, sp, j.ev)
-		if err == nil {
-			err = p.storeEvent(ctx, q, j.ev.adapter.Provider(), j.ev, done)
-		}
+		done, err := p.ingestOne(ctx, tx, q, sp, j.ev)
 		switch {
 		case err == nil:
 			j.result = done
@@ -135,6 +133,22 @@ func (p *Pipeline) applyBatch(ctx context.Context, tx *sql.Tx, batch []*job) err
 		}
 	}
 	return nil
+}
+
+// ingestOne processes and stores one event of a batch. A panic (an adapter's bug) is this
+// event's failure alone: it runs in the batch's writer, where nothing else would recover it.
+func (p *Pipeline) ingestOne(ctx context.Context, tx *sql.Tx, q *dbq.Queries, sp savepoint, ev event) (done Processed, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.ErrorContext(ctx, "panic processing a webhook event", "provider", ev.adapter.Provider(), "event_id", ev.ID,
+				"panic", v, "stack", string(debug.Stack()))
+			err = fmt.Errorf("processing panicked: %v", v)
+		}
+	}()
+	if done, err = p.process(ctx, tx, sp, ev); err != nil {
+		return done, err
+	}
+	return done, p.storeEvent(ctx, q, ev.adapter.Provider(), ev, done)
 }
 
 // valuesOf is a context with the deadline and cancellation of one (a batch's) and the

@@ -213,3 +213,51 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// panicky is the acme store with a bug: its Apply panics on the product "bug".
+type panicky struct{ acme }
+
+func (p panicky) Apply(r billing.Reading, stored billing.Stored) ([]byte, any, error) {
+	if r.Decoded.(*acmeEvent).Product == "bug" {
+		panic("an adapter's bug")
+	}
+	return p.acme.Apply(r, stored)
+}
+
+// TestAPanicFailsItsEventAlone: an adapter that panics on one event of a batch fails that
+// event (503, nothing of it stored), not its neighbour, nor the process.
+func TestAPanicFailsItsEventAlone(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d, func(o *options) {
+			o.extra = append(o.extra, panicky{acme{acmeSecret}})
+			o.batching = pipeline.Batching{Size: 2, Wait: time.Second}
+		})
+		at := fixtureNow.Add(-time.Hour)
+		sound := acmeEvent{Event: "acme_sound", Kind: "started", At: at, Subscription: "acme_sound", User: fixtureUser,
+			Product: "com.example.app.pro.monthly", Until: at.Add(30 * 24 * time.Hour)}
+		buggy := sound
+		buggy.Event, buggy.Subscription, buggy.Product = "acme_buggy", "acme_buggy", "bug"
+		codes := map[string]chan int{sound.Event: make(chan int, 1), buggy.Event: make(chan int, 1)}
+		for _, ev := range []acmeEvent{sound, buggy} {
+			go func() {
+				code, _ := h.sendAcme(ev, acmeSecret)
+				codes[ev.Event] <- code
+			}()
+		}
+		if code := <-codes[buggy.Event]; code != http.StatusServiceUnavailable {
+			t.Errorf("the event that panicked answered %d", code)
+		}
+		if code := <-codes[sound.Event]; code != http.StatusOK {
+			t.Errorf("its neighbour answered %d", code)
+		}
+		if transactions, events := h.batches(); transactions != 1 || events != 1 {
+			t.Errorf("%v transactions of %v events, want the two in one, the sound one committed", transactions, events)
+		}
+		if h.countEvents() != 1 || h.countRows("provider_subscriptions where provider_subscription_id = 'acme_buggy'") != 0 {
+			t.Errorf("stored: %s", h.dumpTables("provider_events", "provider_subscriptions"))
+		}
+		if !strings.Contains(h.logs.String(), "panic processing a webhook event") {
+			t.Error("the panic was not logged")
+		}
+	})
+}
