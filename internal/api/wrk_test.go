@@ -10,11 +10,11 @@ import (
 )
 
 // BenchmarkUnderWrk is BenchmarkSideBySide driven from outside: wrk (one thread, 50
-// connections, two seconds a side) sends the load from its own process, on the second CPU
+// connections, a second a side) sends the load from its own process, on the second CPU
 // when taskset is there, while this process serves. Run this process on the first CPU, so
 // that server and load never share a core (docs/performance.md):
 //
-//	taskset -c 0 /tmp/api.test -test.run '^$' -test.bench UnderWrk -test.benchtime 4x
+//	taskset -c 0 /tmp/api.test -test.run '^$' -test.bench UnderWrk -test.benchtime 8x
 //
 // It is skipped where wrk is not installed.
 func BenchmarkUnderWrk(b *testing.B) {
@@ -34,12 +34,12 @@ func BenchmarkUnderWrk(b *testing.B) {
 	}
 }
 
-// wrkFor serves handler while wrk sends it GETs of path for two seconds, and gives the
+// wrkFor serves handler while wrk sends it GETs of path for a second, and gives the
 // rate. Any answer but a 2xx fails the benchmark: a refusal would be cheap and flattering.
 func wrkFor(b *testing.B, wrk string, handler http.Handler, path, authorization string) float64 {
 	srv := httptest.NewServer(handler)
 	defer srv.Close()
-	args := []string{"-t1", "-c50", "-d2s", "-H", "Authorization: " + authorization, srv.URL + path}
+	args := []string{"-t1", "-c50", "-d1s", "-H", "Authorization: " + authorization, srv.URL + path}
 	cmd := exec.Command(wrk, args...)
 	if taskset, err := exec.LookPath("taskset"); err == nil {
 		cmd = exec.Command(taskset, append([]string{"-c", "1", wrk}, args...)...)

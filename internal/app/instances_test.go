@@ -145,18 +145,7 @@ func TestTwoInstancesBehaveAsOne(t *testing.T) {
 		procs = append(procs, startProcess(t, bin, env))
 	}
 	for _, p := range procs {
-		deadline := time.Now().Add(30 * time.Second)
-		for healthcheckExit(t, bin, p.addr) != 0 {
-			select {
-			case err := <-p.done:
-				t.Fatalf("instance exited: %v\n%s", err, p.stderr.String())
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("instance never became healthy:\n%s", p.stderr.String())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitHealthy(t, bin, p)
 		if strings.Contains(p.stderr.String(), `"level":"ERROR"`) {
 			t.Fatalf("errors while starting:\n%s", p.stderr.String())
 		}
