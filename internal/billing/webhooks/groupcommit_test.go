@@ -179,9 +179,13 @@ func TestABatchThatDeadlocksIsAppliedAgain(t *testing.T) {
 	for _, body := range [][]byte{event("sub_1", "cus_b", userB), event("sub_2", "cus_a", userA)} {
 		go func() { codes <- h.sendWeb(body).Code }()
 	}
-	waitFor(t, func() bool {
+	var otherPID int
+	if err := other.QueryRow("select pg_backend_pid()").Scan(&otherPID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { // the batch waits for the other transaction
 		var waiting int
-		d.QueryRow("select count(*) from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'").Scan(&waiting)
+		d.QueryRow("select count(*) from pg_stat_activity where $1 = any(pg_blocking_pids(pid))", otherPID).Scan(&waiting)
 		return waiting == 1
 	})
 	// Asking for B's row closes the cycle; the batch, waiting longer, is the one given up.
