@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -264,4 +265,53 @@ func TestAPanicFailsItsEventAlone(t *testing.T) {
 			t.Error("the panic was not logged")
 		}
 	})
+}
+
+// TestEventRecordsAreAlikeOnBothEngines: the same events sent in the same order leave the
+// same records on both engines (outcome, reason, user, subscription, the canonical row
+// before and after).
+func TestEventRecordsAreAlikeOnBothEngines(t *testing.T) {
+	events := webLifecycle(t, "sub_records")
+	unmapped := edit(t, events["updated"], func(m map[string]any) {
+		m["id"] = "evt_unmapped"
+		obj := path(m, "data", "object")
+		obj["id"] = "sub_unmapped"
+		path(obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_unmapped"
+	})
+	ignored := edit(t, events["invoice"], func(m map[string]any) { m["id"], m["type"] = "evt_ignored", "customer.created" })
+	stale := edit(t, events["updated"], func(m map[string]any) { m["id"] = "evt_stale" })
+	stream := [][]byte{events["created"], events["updated"], events["invoice"], events["deleted"], stale, events["updated"], events["deleted"], unmapped, ignored}
+	records := map[db.Engine]string{}
+	for engine, open := range map[db.Engine]func(testing.TB) *db.DB{db.Postgres: dbtest.Postgres, db.SQLite: dbtest.SQLite} {
+		h := newHarness(t, open(t))
+		for _, body := range stream {
+			h.mustSend(billing.ProviderWeb, body)
+		}
+		rows, err := h.db.Query(`select provider_event_id, event_type, coalesce(processing_error, ''), outcome, coalesce(user_id, ''),
+			coalesce(subscription_id, ''), coalesce(plan_before, ''), coalesce(status_before, ''), period_end_before,
+			coalesce(plan_after, ''), coalesce(status_after, ''), period_end_after
+			from provider_events order by provider_event_id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for rows.Next() {
+			var cols [10]string
+			var before, after sql.NullTime
+			if err := rows.Scan(&cols[0], &cols[1], &cols[2], &cols[3], &cols[4], &cols[5], &cols[6], &cols[7], &before, &cols[8], &cols[9], &after); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%v %v %v\n", cols, before.Time.UTC(), after.Time.UTC())
+		}
+		rows.Close()
+		records[engine] = b.String()
+	}
+	if records[db.Postgres] != records[db.SQLite] {
+		t.Fatalf("Postgres:\n%s\nSQLite:\n%s", records[db.Postgres], records[db.SQLite])
+	}
+	for _, want := range []string{"applied", "stale", "unresolved", "ignored", "unmapped price", "pro expired"} {
+		if !strings.Contains(records[db.Postgres], want) {
+			t.Errorf("no %s record:\n%s", want, records[db.Postgres])
+		}
+	}
 }
