@@ -33,7 +33,7 @@ func (p *Pipeline) Ingest(ctx context.Context, provider string, ev billing.Event
 	// Read here, in the request's goroutine, not in the batch's transaction, which runs
 	// one event after another.
 	r, err := a.Read(ev, body)
-	j := &job{ctx: ctx, ev: event{adapter: a, Event: ev, body: body, read: &reading{r, err}}, key: provider + "\x00" + r.Subscription}
+	j := &job{ctx: ctx, ev: event{adapter: a, Event: ev, body: body, read: &readResult{r, err}}, key: provider + "\x00" + r.Subscription}
 	if err := p.db.Report(ctx, p.await(ctx, j)); err != nil {
 		return Processed{}, err
 	}

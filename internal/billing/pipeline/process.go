@@ -16,11 +16,11 @@ type event struct {
 	body    []byte
 	// read is what its adapter's Read gave, when it was read before the transaction (a
 	// webhook's event, read while it waits for its batch); nil: read it in process.
-	read *reading
+	read *readResult
 }
 
-// reading is the result of an adapter's Read.
-type reading struct {
+// readResult is what an adapter's Read gave.
+type readResult struct {
 	billing.Reading
 	err error
 }
@@ -28,8 +28,7 @@ type reading struct {
 // reading gives what the event says, read once.
 func (e event) reading() (billing.Reading, error) {
 	if e.read == nil {
-		r, err := e.adapter.Read(e.Event, e.body)
-		return r, err
+		return e.adapter.Read(e.Event, e.body)
 	}
 	return e.read.Reading, e.read.err
 }
@@ -74,11 +73,11 @@ func newWork(tx *sql.Tx, a billing.Adapter, cause billing.ChangeCause) *work {
 
 // process runs the adapter over an event; the caller stores the event with what became of
 // it (outcome, user, reason, and its subscription's row before and after) in the same
-// transaction. The event's writes sit behind the savepoint sp, set here: an event that resolves to no
-// user or plan, or that can never be processed, leaves every canonical row exactly as it
-// was, and its reason is stored on the event so that `events replay --unprocessed` finds
-// it again. Any other error is returned so the transaction rolls back and the provider
-// retries.
+// transaction. The event's writes sit behind the savepoint sp, set here: an event that
+// resolves to no user or plan, or that can never be processed, leaves every canonical row
+// exactly as it was, and its reason is stored on the event so that `events replay
+// --unprocessed` finds it again. Any other error is returned: the caller rolls back to sp
+// (a batch) or the whole transaction, and the provider retries.
 func (p *Pipeline) process(ctx context.Context, tx *sql.Tx, sp savepoint, ev event) (Processed, error) {
 	if err := sp.set(ctx, tx); err != nil {
 		return Processed{}, err
