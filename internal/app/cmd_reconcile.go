@@ -82,8 +82,8 @@ func cmdReconcileStatus(fs *flag.FlagSet) command {
 				if r.DryRun {
 					dry = " (dry run)"
 				}
-				fmt.Fprintf(e.stdout, "%s %s%s, started %s, %s: %d checked, %d drifted, %d repaired, %d unresolved\n",
-					r.Provider, "pass", dry, r.StartedAt.UTC().Format(time.RFC3339), state, r.Checked, r.Drifted, r.Repaired, r.Unresolved)
+				fmt.Fprintf(e.stdout, "%s pass%s, started %s, %s: %d checked, %d drifted, %d repaired, %d unresolved\n",
+					r.Provider, dry, r.StartedAt.UTC().Format(time.RFC3339), state, r.Checked, r.Drifted, r.Repaired, r.Unresolved)
 				if r.Error.Valid {
 					fmt.Fprintf(e.stdout, "  failed: %s\n", r.Error.String)
 				}

@@ -163,21 +163,3 @@ func eventTrace(t *testing.T, d *db.DB, n int) string {
 	}
 	return fmt.Sprintf("half-applied (event %d, provider row %d, canonical %d)", events, named, canonical)
 }
-
-// waitHealthy waits for p to pass its healthcheck.
-func waitHealthy(t *testing.T, bin string, p *process) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for healthcheckExit(t, bin, p.addr) != 0 {
-		select {
-		case err := <-p.done:
-			p.done <- err // for the cleanup
-			t.Fatalf("serve exited: %v\n%s", err, p.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve never became healthy:\n%s", p.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}

@@ -110,6 +110,24 @@ func startProcessIn(t *testing.T, dir, bin string, env map[string]string) *proce
 	return p
 }
 
+// waitHealthy waits for p to pass its healthcheck.
+func waitHealthy(t *testing.T, bin string, p *process) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for healthcheckExit(t, bin, p.addr) != 0 {
+		select {
+		case err := <-p.done:
+			p.done <- err // for the cleanup
+			t.Fatalf("serve exited: %v\n%s", err, p.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve never became healthy:\n%s", p.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func healthcheckExit(t *testing.T, bin, addr string) int {
 	cmd := exec.Command(bin, "healthcheck")
 	cmd.Env = []string{"ADDR=" + addr}

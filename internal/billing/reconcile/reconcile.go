@@ -125,10 +125,10 @@ func (r *Reconciler) record(ctx context.Context, c pipeline.BackfillChange, dryR
 		res.Repaired++
 		r.drift.Inc()
 	}
-	line := fmt.Sprintf("%s: %s → %s", c.SubscriptionID, describe(c.Before), describe(c.After))
-	fmt.Fprintln(drift, line)
+	before, after := describe(c.Before), describe(c.After)
+	fmt.Fprintf(drift, "%s: %s → %s\n", c.SubscriptionID, before, after)
 	r.log.WarnContext(ctx, "reconcile: drift", "provider", r.opts.Provider, "subscription", c.SubscriptionID,
-		"before", describe(c.Before), "after", describe(c.After), "repaired", !dryRun)
+		"before", before, "after", after, "repaired", !dryRun)
 }
 
 // describe writes a canonical row as the drift lines show it.
