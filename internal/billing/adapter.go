@@ -159,6 +159,12 @@ type Facts struct {
 	Link       string
 	UserID     string
 	Unresolved error
+	// KeepsUser: the subscription stays with the user its canonical row names once one
+	// does (a store's, linked by the purchase the app reported or by an earlier event):
+	// a state that names no user keeps that user, and one that names another is
+	// unresolved, never moved. A store's later notifications need not carry the token the
+	// purchase was linked by.
+	KeepsUser bool
 	// Status is canonical; PeriodEnd the access horizon (nil: none).
 	Status    string
 	PeriodEnd *time.Time

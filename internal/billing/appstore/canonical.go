@@ -131,7 +131,7 @@ func (a *Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
 		}
 	}
 	return billing.Facts{
-		UserID: s.User, Unresolved: billing.NewUnresolved("unresolved app store customer", "app_account_token", s.User),
+		UserID: s.User, KeepsUser: true, Unresolved: billing.NewUnresolved("unresolved app store customer", "app_account_token", s.User),
 		Status: s.Status, PeriodEnd: s.PeriodEnd, Products: []string{s.ProductID}, PriceList: billing.ProviderMobile,
 		Amount: s.Amount, Currency: s.Currency, Period: s.Period,
 	}, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
@@ -51,7 +52,7 @@ func (p *Pipeline) apply(ctx context.Context, w *work, r billing.Reading, eventI
 	order := billing.Supersedes
 	switch {
 	case !r.Snapshot && stored.LastEventID == eventID:
-		return p.materialise(ctx, w, ps.ID, stored, billing.OutcomeDuplicate)
+		return p.materialise(ctx, w, ps, stored, billing.OutcomeDuplicate)
 	case stored.HasState():
 		order = w.adapter.Order(r, stored)
 	}
@@ -64,7 +65,7 @@ func (p *Pipeline) apply(ctx context.Context, w *work, r billing.Reading, eventI
 			return "", err
 		}
 	}
-	outcome, err = p.materialise(ctx, w, ps.ID, stored, outcome)
+	outcome, err = p.materialise(ctx, w, ps, stored, outcome)
 	if err != nil || r.Replaces == "" || r.Replaces == r.Subscription {
 		return outcome, err
 	}
@@ -93,7 +94,9 @@ func (p *Pipeline) supersede(ctx context.Context, w *work, r billing.Reading, ev
 
 // replace ends the subscription old, which the one just applied replaces (an upgrade), as
 // its adapter says it ends, so that the user keeps one live subscription, not two. One
-// tollgate has not heard of, or that ended so already, is left alone.
+// tollgate has not heard of, or that ended so already, is left alone, and so is one that
+// is not the same user's: a purchase naming another user's subscription as the one it
+// replaces must not end it.
 func (p *Pipeline) replace(ctx context.Context, w *work, old, eventID string, at time.Time) error {
 	ps, err := p.lock(ctx, w, old)
 	if err != nil {
@@ -101,6 +104,12 @@ func (p *Pipeline) replace(ctx context.Context, w *work, old, eventID string, at
 	}
 	stored := storedOf(ps)
 	if !stored.HasState() || stored.LastEventType == billing.ReplacedEventType {
+		return nil
+	}
+	if owner := textOf(ps.UserBefore); w.user == "" || !strings.EqualFold(owner, w.user) {
+		p.log.WarnContext(ctx, "a purchase names another user's subscription as the one it replaces; that one is left as it is",
+			"provider", w.cause.Provider, "event_id", w.cause.ProviderEventID, "subscription_id", w.record.subscription,
+			"replaced_subscription_id", old, "user_id", w.user, "replaced_user_id", owner)
 		return nil
 	}
 	state, decoded, err := w.adapter.Apply(billing.Reading{Subscription: old, Type: billing.ReplacedEventType, At: at}, stored)
@@ -114,7 +123,7 @@ func (p *Pipeline) replace(ctx context.Context, w *work, old, eventID string, at
 	}
 	stored.State, stored.Decoded = ps.State, decoded
 	stored.LastEventID, stored.LastEventType, stored.LastEventAt = eventID, billing.ReplacedEventType, at
-	_, err = p.materialise(ctx, w, ps.ID, stored, billing.OutcomeApplied)
+	_, err = p.materialise(ctx, w, ps, stored, billing.OutcomeApplied)
 	return err
 }
 
@@ -147,7 +156,7 @@ func (p *Pipeline) applyPayment(ctx context.Context, w *work, r billing.Reading,
 	if !ps.LastEventID.Valid {
 		return outcome, nil // no state yet: the first event that brings one picks the payment up
 	}
-	return p.materialise(ctx, w, ps.ID, storedOf(ps), outcome)
+	return p.materialise(ctx, w, ps, storedOf(ps), outcome)
 }
 
 // save writes the provider subscription's row and, when price names a currency, its price.
@@ -164,9 +173,9 @@ func (p *Pipeline) save(ctx context.Context, w *work, ps providerSubscription, p
 	return w.SaveProviderSubscription(ctx, arg)
 }
 
-// materialise writes the canonical subscription of the locked provider subscription
-// providerSubscriptionID from the facts of its stored state.
-func (p *Pipeline) materialise(ctx context.Context, w *work, providerSubscriptionID int64, stored billing.Stored, outcome string) (string, error) {
+// materialise writes the canonical subscription of the locked provider subscription ps
+// from the facts of its stored state.
+func (p *Pipeline) materialise(ctx context.Context, w *work, ps providerSubscription, stored billing.Stored, outcome string) (string, error) {
 	if !stored.HasState() {
 		return outcome, nil
 	}
@@ -174,6 +183,10 @@ func (p *Pipeline) materialise(ctx context.Context, w *work, providerSubscriptio
 	if err != nil {
 		return "", err
 	}
+	if f, err = p.keepUser(ctx, w, ps, f); err != nil {
+		return "", err
+	}
+	providerSubscriptionID := ps.ID
 	periodEnd := nullTime(f.PeriodEnd)
 	customer, err := p.resolveCustomer(ctx, w, f, providerSubscriptionID, periodEnd)
 	if err != nil {
@@ -189,6 +202,25 @@ func (p *Pipeline) materialise(ctx context.Context, w *work, providerSubscriptio
 	}
 	w.noteAfter(providerSubscriptionID, arg)
 	return outcome, p.upsertSubscription(ctx, w, customer.userID, arg)
+}
+
+// keepUser applies the rule of a subscription that keeps its user (Facts.KeepsUser): the
+// user its canonical row names stands in for a state that names none, and a state that
+// names another is unresolved, logged at warn with both users.
+func (p *Pipeline) keepUser(ctx context.Context, w *work, ps providerSubscription, f billing.Facts) (billing.Facts, error) {
+	linked := textOf(ps.UserBefore)
+	switch {
+	case !f.KeepsUser || linked == "" || strings.EqualFold(f.UserID, linked):
+	case f.UserID == "":
+		f.UserID = linked
+	default:
+		p.log.WarnContext(ctx, "a store event names another user than the one its subscription is linked to; stored unresolved",
+			"provider", w.cause.Provider, "event_id", w.cause.ProviderEventID, "subscription_id", ps.ProviderSubscriptionID,
+			"linked_user_id", linked, "event_user_id", f.UserID)
+		return f, billing.NewUnresolved("the event names another user than its subscription's",
+			"subscription_id", ps.ProviderSubscriptionID, "linked_user_id", linked, "event_user_id", f.UserID)
+	}
+	return f, nil
 }
 
 // billingCustomer is a billing_customers row: its id and its identity user.

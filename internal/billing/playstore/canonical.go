@@ -58,8 +58,20 @@ func (a *Adapter) Read(ev billing.Event, body []byte) (billing.Reading, error) {
 	}
 	return billing.Reading{
 		Subscription: n.SubscriptionNotification.PurchaseToken, Type: billing.SnapshotEventType, At: p.read, Snapshot: true,
-		Customer: customer, Decoded: p, Replaces: p.purchase.LinkedPurchaseToken,
+		Customer: customer, Decoded: p, Replaces: replaced(p.purchase),
 	}, nil
+}
+
+// replaced is the purchase a subscription purchase replaces (an upgrade or a downgrade's
+// linkedPurchaseToken) once it has become active. A plan change still pending, or
+// abandoned while pending, replaces nothing: Google keeps the linked purchase active and
+// says to keep reading it.
+func replaced(p *androidpublisher.SubscriptionPurchaseV2) string {
+	switch p.SubscriptionState {
+	case "SUBSCRIPTION_STATE_PENDING", "SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED":
+		return ""
+	}
+	return p.LinkedPurchaseToken
 }
 
 // readProduct reads a one-time product's purchase, as read from Google, as a purchase for
@@ -198,7 +210,7 @@ func (a *Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
 		}
 	}
 	return billing.Facts{
-		UserID: s.User, Unresolved: billing.NewUnresolved("unresolved play customer", "obfuscated_account_id", s.User),
+		UserID: s.User, KeepsUser: true, Unresolved: billing.NewUnresolved("unresolved play customer", "obfuscated_account_id", s.User),
 		Status: s.Status, PeriodEnd: s.PeriodEnd, Products: []string{s.ProductID}, PriceList: billing.ProviderMobile,
 		Amount: s.Amount, Currency: s.Currency,
 	}, nil

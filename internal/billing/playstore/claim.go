@@ -46,6 +46,6 @@ func (a *Adapter) Claim(ctx context.Context, proof billing.Proof, userID string,
 	p.notification.SubscriptionNotification = &subscriptionNotification{PurchaseToken: proof.PurchaseToken, SubscriptionID: proof.ProductID}
 	return billing.Reading{
 		Subscription: proof.PurchaseToken, Type: billing.SnapshotEventType, At: p.read, Snapshot: true, Customer: userID, Decoded: p,
-		Replaces: purchase.LinkedPurchaseToken,
+		Replaces: replaced(purchase),
 	}, nil
 }

@@ -301,3 +301,65 @@ func TestPlayKeepsTheRecurringPrice(t *testing.T) {
 		}
 	})
 }
+
+// A plan change still pending (or abandoned while pending) names the current purchase as
+// its linkedPurchaseToken, but Google keeps that one active: it stays active throughout,
+// and only once the new purchase is active does it end.
+func TestPlayPendingPlanChangeKeepsTheCurrentPurchase(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		g := playstoretest.Start(t)
+		h := newHarness(t, d, withPlayStore(t, g))
+		user := "00000000-0000-4000-8000-000000000971"
+		ahead := fixtureNow.Add(30 * 24 * time.Hour)
+		g.SetPurchase("tok-current", playPurchase("SUBSCRIPTION_STATE_ACTIVE", user, ahead, "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
+		h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-current", 4, "tok-current"))
+		for i, state := range []string{"SUBSCRIPTION_STATE_PENDING", "SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED", "SUBSCRIPTION_STATE_ACTIVE"} {
+			change := playPurchase(state, user, ahead.Add(time.Hour), "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
+			change.LinkedPurchaseToken = "tok-current"
+			g.SetPurchase("tok-change", change)
+			h.setNow(fixtureNow.Add(time.Duration(i+1) * time.Minute))
+			if rec := h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush(fmt.Sprintf("m-change-%d", i), 4, "tok-change")); rec.Code != http.StatusOK {
+				t.Fatalf("%s: %d %s", state, rec.Code, rec.Body)
+			}
+			current := h.canonical(billing.ProviderPlayStore, "tok-current")
+			wantCurrent, wantAnswer := billing.StatusActive, "true active pro "+stamp(ahead)
+			if state == "SUBSCRIPTION_STATE_ACTIVE" {
+				wantCurrent, wantAnswer = billing.StatusExpired, "true active pro "+stamp(ahead.Add(time.Hour))
+			}
+			if current == nil || current.Status != wantCurrent {
+				t.Fatalf("with the change %s the current purchase is %+v, want %s", state, current, wantCurrent)
+			}
+			if got := h.answer(t, user); got != wantAnswer {
+				t.Fatalf("with the change %s: %s, want %s", state, got, wantAnswer)
+			}
+		}
+	})
+}
+
+// A purchase whose linkedPurchaseToken names another user's subscription does not end it.
+func TestPlayReplacesOnlyTheSameUsersPurchase(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		g := playstoretest.Start(t)
+		h := newHarness(t, d, withPlayStore(t, g))
+		victim, attacker := "00000000-0000-4000-8000-000000000972", "00000000-0000-4000-8000-000000000973"
+		ahead := fixtureNow.Add(30 * 24 * time.Hour)
+		g.SetPurchase("tok-victim", playPurchase("SUBSCRIPTION_STATE_ACTIVE", victim, ahead, "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
+		h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-victim", 4, "tok-victim"))
+		hostile := playPurchase("SUBSCRIPTION_STATE_ACTIVE", attacker, ahead, "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
+		hostile.LinkedPurchaseToken = "tok-victim"
+		g.SetPurchase("tok-hostile", hostile)
+		h.setNow(fixtureNow.Add(time.Minute))
+		if rec := h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-hostile", 4, "tok-hostile")); rec.Code != http.StatusOK {
+			t.Fatalf("the other user's purchase: %d %s", rec.Code, rec.Body)
+		}
+		if got := h.answer(t, victim); got != "true active pro "+stamp(ahead) {
+			t.Fatalf("the named subscription's user: %s", got)
+		}
+		if got := h.answer(t, attacker); got != "true active pro "+stamp(ahead) {
+			t.Fatalf("the purchase's own user: %s", got)
+		}
+		if !strings.Contains(h.logs.String(), "replaced_user_id="+victim) {
+			t.Fatalf("the refusal to replace is not logged:\n%s", h.logs.String())
+		}
+	})
+}

@@ -168,13 +168,16 @@ const lockProviderSubscription = `-- name: LockProviderSubscription :one
 insert into provider_subscriptions (provider, provider_subscription_id, created_at, updated_at)
 values ($1, $2, $3, $3)
 on conflict (provider, provider_subscription_id) do update set provider_subscription_id = excluded.provider_subscription_id
-returning id, provider_customer_id, state, last_event_id, last_event_type, last_event_at, paid_through, paid_event_at,
+returning id, provider_subscription_id, provider_customer_id, state, last_event_id, last_event_type, last_event_at, paid_through, paid_event_at,
     -- The plan catalogue's version, here to save its own round trip.
     (select version from plans_version) as plans_version,
     -- The canonical row as it stands before the event, for the event's record.
     coalesce((select s.plan_id from subscriptions s where s.provider_subscription_id = provider_subscriptions.id), 0) as plan_before,
     coalesce((select s.status from subscriptions s where s.provider_subscription_id = provider_subscriptions.id), '') as status_before,
-    (select s.current_period_end from subscriptions s where s.provider_subscription_id = provider_subscriptions.id) as period_end_before
+    (select s.current_period_end from subscriptions s where s.provider_subscription_id = provider_subscriptions.id) as period_end_before,
+    -- The user the canonical row names: a store's subscription keeps it (see materialise).
+    coalesce((select c.user_id from subscriptions s join billing_customers c on c.id = s.billing_customer_id
+              where s.provider_subscription_id = provider_subscriptions.id), '') as user_before
 `
 
 type LockProviderSubscriptionParams struct {
@@ -184,18 +187,20 @@ type LockProviderSubscriptionParams struct {
 }
 
 type LockProviderSubscriptionRow struct {
-	ID                 int64
-	ProviderCustomerID sql.NullString
-	State              string
-	LastEventID        sql.NullString
-	LastEventType      sql.NullString
-	LastEventAt        sql.NullTime
-	PaidThrough        sql.NullTime
-	PaidEventAt        sql.NullTime
-	PlansVersion       int64
-	PlanBefore         interface{}
-	StatusBefore       interface{}
-	PeriodEndBefore    sql.NullTime
+	ID                     int64
+	ProviderSubscriptionID string
+	ProviderCustomerID     sql.NullString
+	State                  string
+	LastEventID            sql.NullString
+	LastEventType          sql.NullString
+	LastEventAt            sql.NullTime
+	PaidThrough            sql.NullTime
+	PaidEventAt            sql.NullTime
+	PlansVersion           int64
+	PlanBefore             interface{}
+	StatusBefore           interface{}
+	PeriodEndBefore        sql.NullTime
+	UserBefore             interface{}
 }
 
 // Creates the row if needed and, on Postgres, holds its row lock until the transaction ends,
@@ -205,6 +210,7 @@ func (q *Queries) LockProviderSubscription(ctx context.Context, arg LockProvider
 	var i LockProviderSubscriptionRow
 	err := row.Scan(
 		&i.ID,
+		&i.ProviderSubscriptionID,
 		&i.ProviderCustomerID,
 		&i.State,
 		&i.LastEventID,
@@ -216,6 +222,7 @@ func (q *Queries) LockProviderSubscription(ctx context.Context, arg LockProvider
 		&i.PlanBefore,
 		&i.StatusBefore,
 		&i.PeriodEndBefore,
+		&i.UserBefore,
 	)
 	return i, err
 }

@@ -22,13 +22,16 @@ where pp.provider = sqlc.arg(provider) and pp.price_id = sqlc.arg(price_id);
 insert into provider_subscriptions (provider, provider_subscription_id, created_at, updated_at)
 values (sqlc.arg(provider), sqlc.arg(provider_subscription_id), sqlc.arg(now), sqlc.arg(now))
 on conflict (provider, provider_subscription_id) do update set provider_subscription_id = excluded.provider_subscription_id
-returning id, provider_customer_id, state, last_event_id, last_event_type, last_event_at, paid_through, paid_event_at,
+returning id, provider_subscription_id, provider_customer_id, state, last_event_id, last_event_type, last_event_at, paid_through, paid_event_at,
     -- The plan catalogue's version, here to save its own round trip.
     (select version from plans_version) as plans_version,
     -- The canonical row as it stands before the event, for the event's record.
     coalesce((select s.plan_id from subscriptions s where s.provider_subscription_id = provider_subscriptions.id), 0) as plan_before,
     coalesce((select s.status from subscriptions s where s.provider_subscription_id = provider_subscriptions.id), '') as status_before,
-    (select s.current_period_end from subscriptions s where s.provider_subscription_id = provider_subscriptions.id) as period_end_before;
+    (select s.current_period_end from subscriptions s where s.provider_subscription_id = provider_subscriptions.id) as period_end_before,
+    -- The user the canonical row names: a store's subscription keeps it (see materialise).
+    coalesce((select c.user_id from subscriptions s join billing_customers c on c.id = s.billing_customer_id
+              where s.provider_subscription_id = provider_subscriptions.id), '') as user_before;
 
 -- name: SaveProviderSubscription :exec
 update provider_subscriptions
