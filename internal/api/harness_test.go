@@ -176,6 +176,8 @@ type harnessConfig struct {
 	// adapters are providers beside the web and mobile ones (the App Store's).
 	adapters []billing.Adapter
 	plans    string // the plans file; a free default plan when empty
+	// clock is billing's clock (reads are ordered by it); nil: the real one.
+	clock func() time.Time
 }
 
 // newHarness serves the API's real handler tree (throttles, verification, huma) over a fake
@@ -193,7 +195,7 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 		d = dbtest.SQLite(t)
 	}
 	h.billing = reader.New(d, log, reader.Options{AnswersMaxAge: cfg.answersMaxAge})
-	h.pipeline = pipeline.New(d, log, pipeline.Options{Adapters: append([]billing.Adapter{stripe.New(""), adapty.New("", nil)}, cfg.adapters...)})
+	h.pipeline = pipeline.New(d, log, pipeline.Options{Adapters: append([]billing.Adapter{stripe.New(""), adapty.New("", nil)}, cfg.adapters...), Clock: cfg.clock})
 	h.pipeline.OnCommit(h.billing.Forget)
 	checkoutOpts := checkout.Options{}
 	if cfg.checkout != nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/billing/checkout"
+	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
@@ -145,4 +147,55 @@ func countSubscriptions(t *testing.T, d *db.DB) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// Two syncs in the same second, the provider's answer changing from incomplete to active
+// between them: the second read is newer than the first and applies active.
+func TestSyncLaterReadOfTheSameSecondWins(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		provider := &sessionsProvider{sessions: map[string]string{
+			"cs_paying": checkoutSession("cs_paying", testUser, webSubscription("sub_paying", "cus_paying", testUser, "incomplete", "price_pro_monthly")),
+		}, subs: map[string]string{}}
+		srv := httptest.NewServer(provider)
+		defer srv.Close()
+		second := time.Now().Truncate(time.Second)
+		var mu sync.Mutex
+		now := second.Add(100 * time.Millisecond)
+		clock := func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			return now
+		}
+		h := newHarness(t, harnessConfig{db: d, plans: checkoutPlans, clock: clock, checkout: &checkout.Options{
+			PublicURL: checkoutPublicURL, RedirectOrigins: []string{"https://www.example.test"},
+			API: stripe.NewClient(stripe.Config{Key: checkoutKey, Base: srv.URL}),
+		}})
+		token := h.key.mint(t, validClaims())
+		subscribed := func() bool {
+			t.Helper()
+			rec := h.post(syncPath, token, `{"session_id":"cs_paying"}`)
+			mustStatus(t, rec, http.StatusOK)
+			var me struct {
+				Billing struct {
+					Subscribed bool `json:"subscribed"`
+				} `json:"billing"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &me); err != nil {
+				t.Fatal(err)
+			}
+			return me.Billing.Subscribed
+		}
+		if subscribed() {
+			t.Fatal("subscribed while the payment is incomplete")
+		}
+		provider.mu.Lock()
+		provider.sessions["cs_paying"] = checkoutSession("cs_paying", testUser, webSubscription("sub_paying", "cus_paying", testUser, "active", "price_pro_monthly"))
+		provider.mu.Unlock()
+		mu.Lock()
+		now = second.Add(600 * time.Millisecond)
+		mu.Unlock()
+		if !subscribed() {
+			t.Fatal("the second read of the same second, active, was not applied")
+		}
+	})
 }

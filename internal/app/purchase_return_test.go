@@ -92,7 +92,7 @@ func TestBrowserPurchaseReturn(t *testing.T) {
 	if err := chromedp.Do(waitCtx, chromedp.WaitVisible(chromedp.CSS("dl.account"))); err != nil {
 		t.Fatalf("the waiting page did not move on: %v (at %s)", err, tab.location())
 	}
-	if at, account := tab.location(), tab.text("dl.account"); at != "/" || !strings.Contains(account, "Pro") || tab.text(".notice") != "Thank you! Your new plan is active." {
+	if at, account := tab.location(), tab.text("dl.account"); at != "/" || !strings.Contains(account, "Pro") || tab.text(".notice") != "Thank you! You are now on Pro." {
 		t.Fatalf("after payment, at %s: %q, notice %q", at, account, tab.text(".notice"))
 	}
 

@@ -2,8 +2,10 @@ package billing
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -69,8 +71,12 @@ type Reading struct {
 	Type string
 	At   time.Time
 	// Snapshot: the reading is the provider's state read from its API at At (a backfill),
-	// not an event; it is ordered by the time of the read.
+	// not an event; it is ordered by the time of the read. ReadAt is that time exactly,
+	// when At is coarser (to the second, as the provider's event times are): it orders the
+	// read against an earlier read of the same subscription, so that a later read always
+	// counts as newer. Zero: At is exact.
 	Snapshot bool
+	ReadAt   time.Time
 	// Customer is the provider's customer id, kept on the subscription's row.
 	Customer string
 	// Payment, when set, is all the event carries: a payment that extends the paid period
@@ -137,18 +143,52 @@ func ByTime(at time.Time, stored Stored) (o Order, decided bool) {
 	return Supersedes, false
 }
 
-// BySnapshot places a state read from the provider's API at at (a backfill): a stored state
+// BySnapshot places a state read from the provider's API (a backfill), r: a stored state
 // that is final, or from an event as new as the read or newer, stands, since that event may
-// hold a change the read did not see; a read of exactly what the last read stored (same)
-// changes nothing, so a second run writes nothing; anything else is superseded.
-func BySnapshot(at time.Time, stored Stored, final bool, same func() bool) Order {
+// hold a change the read did not see. A stored state that is itself a read stands only
+// when it was read at the same time or later, to the read's exact time: a second read in
+// the same second is newer than the first. A read of exactly what the last read stored
+// (same) changes nothing, so a second run writes nothing; anything else is superseded.
+func BySnapshot(r Reading, stored Stored, final bool, same func() bool) Order {
 	switch {
-	case stored.HasState() && (final || !at.After(stored.LastEventAt)):
+	case !stored.HasState():
+		return Supersedes
+	case final:
 		return Stale
-	case stored.LastEventType == SnapshotEventType && same():
-		return Same
+	}
+	if last, ok := lastRead(stored); ok {
+		switch {
+		case !r.readTime().After(last):
+			return Stale
+		case same():
+			return Same
+		}
+		return Supersedes
+	}
+	if !r.At.After(stored.LastEventAt) {
+		return Stale
 	}
 	return Supersedes
+}
+
+// readTime is when a snapshot was read, exactly.
+func (r Reading) readTime() time.Time {
+	if r.ReadAt.IsZero() {
+		return r.At
+	}
+	return r.ReadAt
+}
+
+// lastRead is when the stored state was read, exactly, if it is a read: from its
+// SnapshotEventID, else (a read stored under an event's id) its LastEventAt.
+func lastRead(stored Stored) (time.Time, bool) {
+	if stored.LastEventType != SnapshotEventType {
+		return time.Time{}, false
+	}
+	if at, ok := snapshotTime(stored.LastEventID); ok {
+		return at, true
+	}
+	return stored.LastEventAt, true
 }
 
 // Facts is what a stored state says about the canonical subscription.
@@ -242,7 +282,32 @@ func SingleHeader(h http.Header, names ...string) (string, error) {
 }
 
 // SnapshotEventType is the event type recorded for a state read from a provider's API;
-// SnapshotEventID names the read made at at, where an event's id would be.
+// SnapshotEventID names the read made at at, where an event's id would be, to the
+// nanosecond ("backfill_<unix seconds>.<nanoseconds>"), so that two reads of one second
+// have two names and the later can be told.
 const SnapshotEventType = "tollgate.backfill"
 
-func SnapshotEventID(at time.Time) string { return "backfill_" + strconv.FormatInt(at.Unix(), 10) }
+func SnapshotEventID(at time.Time) string {
+	return fmt.Sprintf("backfill_%d.%09d", at.Unix(), at.Nanosecond())
+}
+
+// snapshotTime is the time a SnapshotEventID names; one written before reads were named
+// to the nanosecond ("backfill_<unix seconds>") names its second.
+func snapshotTime(id string) (time.Time, bool) {
+	rest, ok := strings.CutPrefix(id, "backfill_")
+	if !ok {
+		return time.Time{}, false
+	}
+	secs, nanos, _ := strings.Cut(rest, ".")
+	s, err := strconv.ParseInt(secs, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	var ns int64
+	if nanos != "" {
+		if ns, err = strconv.ParseInt(nanos, 10, 64); err != nil || len(nanos) != 9 {
+			return time.Time{}, false
+		}
+	}
+	return time.Unix(s, ns).UTC(), true
+}

@@ -175,29 +175,45 @@ func TestPlanForAndManagedInApp(t *testing.T) {
 }
 
 // A read from the provider's API supersedes older events, never a newer one or a final
-// state, and a read of what the last read stored changes nothing.
+// state, and a read of what the last read stored changes nothing. A later read supersedes
+// an earlier one even within the same second, which the read's time to the second (what
+// orders it against events) cannot tell.
 func TestBySnapshot(t *testing.T) {
 	same := func() bool { return true }
 	differs := func() bool { return false }
 	event := billing.Stored{LastEventID: "e1", LastEventType: "updated", LastEventAt: now}
-	read := billing.Stored{LastEventID: billing.SnapshotEventID(now), LastEventType: billing.SnapshotEventType, LastEventAt: now}
+	firstRead := now.Add(100 * time.Millisecond)
+	read := billing.Stored{LastEventID: billing.SnapshotEventID(firstRead), LastEventType: billing.SnapshotEventType, LastEventAt: now}
+	oldRead := billing.Stored{LastEventID: "backfill_" + fmt.Sprint(now.Unix()), LastEventType: billing.SnapshotEventType, LastEventAt: now}
+	playRead := billing.Stored{LastEventID: "pubsub-1", LastEventType: billing.SnapshotEventType, LastEventAt: firstRead}
+	// readAt is a read at exactly at, placed among events at its second, as the web
+	// provider's are.
+	readAt := func(at time.Time) billing.Reading {
+		return billing.Reading{Snapshot: true, At: at.Truncate(time.Second), ReadAt: at}
+	}
 	for _, tc := range []struct {
 		name   string
-		at     time.Time
+		read   billing.Reading
 		stored billing.Stored
 		final  bool
 		same   func() bool
 		want   billing.Order
 	}{
-		{"nothing stored", now, billing.Stored{}, false, differs, billing.Supersedes},
-		{"after an older event", now.Add(time.Second), event, false, differs, billing.Supersedes},
-		{"an event of the same second stands", now, event, false, differs, billing.Stale},
-		{"a newer event stands", now.Add(-time.Second), event, false, differs, billing.Stale},
-		{"a final state stands", now.Add(time.Hour), event, true, differs, billing.Stale},
-		{"the same read again", now.Add(time.Hour), read, false, same, billing.Same},
-		{"a read that found a change", now.Add(time.Hour), read, false, differs, billing.Supersedes},
+		{"nothing stored", readAt(now), billing.Stored{}, false, differs, billing.Supersedes},
+		{"after an older event", readAt(now.Add(time.Second)), event, false, differs, billing.Supersedes},
+		{"an event of the same second stands", readAt(now.Add(900 * time.Millisecond)), event, false, differs, billing.Stale},
+		{"a newer event stands", readAt(now.Add(-time.Second)), event, false, differs, billing.Stale},
+		{"a final state stands", readAt(now.Add(time.Hour)), event, true, differs, billing.Stale},
+		{"the same read again", readAt(now.Add(time.Hour)), read, false, same, billing.Same},
+		{"a read that found a change", readAt(now.Add(time.Hour)), read, false, differs, billing.Supersedes},
+		{"a later read of the same second", readAt(now.Add(600 * time.Millisecond)), read, false, differs, billing.Supersedes},
+		{"the same second's later read, unchanged", readAt(now.Add(600 * time.Millisecond)), read, false, same, billing.Same},
+		{"an earlier read of the same second", readAt(now.Add(50 * time.Millisecond)), read, false, differs, billing.Stale},
+		{"a read named to the second only", readAt(now.Add(600 * time.Millisecond)), oldRead, false, differs, billing.Supersedes},
+		{"a read stored under an event's id", billing.Reading{Snapshot: true, At: firstRead.Add(time.Millisecond)}, playRead, false, differs, billing.Supersedes},
+		{"the same instant under an event's id", billing.Reading{Snapshot: true, At: firstRead}, playRead, false, differs, billing.Stale},
 	} {
-		if got := billing.BySnapshot(tc.at, tc.stored, tc.final, tc.same); got != tc.want {
+		if got := billing.BySnapshot(tc.read, tc.stored, tc.final, tc.same); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -83,8 +83,25 @@ func (w *Web) purchaseReturn(rw http.ResponseWriter, r *http.Request) {
 	case synced.Pending:
 		w.waiting(rw, r, session)
 	default:
-		w.redirect(rw, r, "/", keyNotice, "Thank you! Your new plan is active.")
+		w.purchaseApplied(rw, r, user.ID)
 	}
+}
+
+// purchaseApplied sends the buyer back to the account page saying what was applied, as
+// that page shows it: the plan that now entitles them, or, when the read changed nothing
+// they can see (a newer event stands, the price is in no plan yet), that the plan shows
+// once it is applied — never that a plan is active above a page that shows another.
+func (w *Web) purchaseApplied(rw http.ResponseWriter, r *http.Request, userID string) {
+	view, err := w.opts.Billing.View(r.Context(), userID)
+	if err != nil {
+		w.refuse(rw, r, "purchase read-back", "message", page{Title: "Your account"}, err)
+		return
+	}
+	if view.Subscribed && view.Plan != nil {
+		w.redirect(rw, r, "/", keyNotice, "Thank you! You are now on "+view.Plan.Name+".")
+		return
+	}
+	w.redirect(rw, r, "/", keyNotice, "Thank you! Your plan here has not changed yet: it changes as soon as the payment provider confirms the purchase.")
 }
 
 // waiting is the page shown while the payment is processing: it checks again every few

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,10 +41,12 @@ func newBillingHarness(t *testing.T, provider *httptest.Server) (*harness, billi
 	d := dbtest.SQLite(t)
 	log := slog.New(slog.DiscardHandler)
 	r := reader.New(d, log, reader.Options{})
+	p := pipeline.New(d, log, pipeline.Options{Adapters: []billing.Adapter{stripe.New(""), adapty.New("", nil)}})
+	p.OnCommit(r.Forget)
 	c := checkout.New(d, log, r, checkout.Options{
 		PublicURL: "http://forms.example.test", API: stripe.NewClient(stripe.Config{Key: "sk_test_forms", Base: provider.URL}),
+		Applier: p,
 	})
-	p := pipeline.New(d, log, pipeline.Options{Adapters: []billing.Adapter{stripe.New(""), adapty.New("", nil)}})
 	list, err := plans.ParsePlans([]byte(accountPlans))
 	if err != nil {
 		t.Fatal(err)
@@ -157,6 +160,46 @@ func TestAccountPageForAMobileSubscriberAndUsage(t *testing.T) {
 		r := h.post(path, url.Values{"plan": {"enterprise"}})
 		if alert := flash(t, h.get("/").body, "alert"); r.status != http.StatusSeeOther || !strings.Contains(alert, "App Store or Google Play") {
 			t.Fatalf("%s: %d, alert %q", path, r.status, alert)
+		}
+	}
+}
+
+// Back from checkout, the notice says what the account page shows: the plan the purchase
+// applied, or, when the read applied no plan (a price in no plan yet), that it has not
+// changed — never that a plan is active above a page that shows Free.
+func TestPurchaseReturnSaysWhatWasApplied(t *testing.T) {
+	var mu sync.Mutex
+	var userID string
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		id := strings.TrimPrefix(r.URL.Path, "/v1/checkout/sessions/")
+		price := map[string]string{"cs_pro": "price_pro", "cs_unmapped": "price_in_no_plan"}[id]
+		now := time.Now().Unix()
+		fmt.Fprintf(w, `{"id":"%s","object":"checkout.session","client_reference_id":"%s","status":"complete","subscription":{
+			"id":"sub_%s","object":"subscription","customer":"cus_%s","status":"active","created":%d,"metadata":{"user_id":"%s"},
+			"items":{"data":[{"price":{"id":"%s"},"current_period_end":%d}]}}}`, id, userID, id, id, now, userID, price, now+86400)
+	}))
+	defer provider.Close()
+	for _, tc := range []struct{ session, notice, plan string }{
+		{"cs_unmapped", "Thank you! Your plan here has not changed yet: it changes as soon as the payment provider confirms the purchase.", "Planfree"},
+		{"cs_pro", "Thank you! You are now on Pro.", "PlanPro"},
+	} {
+		h, _ := newBillingHarness(t, provider)
+		mu.Lock()
+		userID = h.fake.AddUser("ada@example.test", "correct horse battery")
+		mu.Unlock()
+		h.post("/session", url.Values{"email": {"ada@example.test"}, "password": {"correct horse battery"}})
+		r := h.get("/billing/return?session_id=" + tc.session)
+		if r.status != http.StatusSeeOther || r.location != "/" {
+			t.Fatalf("%s: %d %s", tc.session, r.status, r.location)
+		}
+		account := h.get("/").body
+		if notice := flash(t, account, "notice"); notice != tc.notice {
+			t.Errorf("%s: notice %q, want %q", tc.session, notice, tc.notice)
+		}
+		if plan := text(find(doc(t, account), "dl", map[string]string{"class": "account"})[0]); !strings.Contains(plan, tc.plan) {
+			t.Errorf("%s: the account shows %q, want %s", tc.session, plan, tc.plan)
 		}
 	}
 }

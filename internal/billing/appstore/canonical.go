@@ -63,7 +63,7 @@ func (a *Adapter) Read(ev billing.Event, body []byte) (billing.Reading, error) {
 // between equals the later arrival.
 func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order {
 	if r.Snapshot { // a transaction the app reported, as of when Apple signed it
-		return billing.BySnapshot(r.At, stored, false, func() bool { return false })
+		return billing.BySnapshot(r, stored, false, func() bool { return false })
 	}
 	if o, decided := billing.ByTime(r.At, stored); decided {
 		return o

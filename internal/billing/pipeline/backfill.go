@@ -126,9 +126,9 @@ func (p *Pipeline) Backfill(ctx context.Context, provider string, read PageReade
 	work := context.WithoutCancel(ctx)
 	pace := newSQLitePacer(p.db)
 	for {
-		// The snapshot's time is when the page was asked for, to the second, as event
-		// times are: an event of the same second may be later than the read, so it wins.
-		at := p.now().Truncate(time.Second)
+		// The snapshot's time is when the page was asked for (the adapter places it among
+		// events at its provider's resolution).
+		at := p.now()
 		page, err := read(ctx, sum.Cursor)
 		if ctx.Err() != nil { // ended before or during the fetch: a cancelled fetch is no failure
 			sum.Interrupted = true

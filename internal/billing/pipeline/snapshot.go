@@ -119,7 +119,7 @@ func (p *Pipeline) ApplyRead(ctx context.Context, provider string, raw json.RawM
 	var change BackfillChange
 	err := p.request(ctx, func(ctx context.Context) error {
 		var err error
-		change, err = p.backfillSubscription(ctx, a, snapshots, raw, p.now().Truncate(time.Second), false)
+		change, err = p.backfillSubscription(ctx, a, snapshots, raw, p.now(), false)
 		return err
 	})
 	return change, err

@@ -94,7 +94,7 @@ func readProduct(p *parsed) (billing.Reading, error) {
 // a revocation supersedes what is older.
 func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order {
 	if r.Snapshot {
-		return billing.BySnapshot(r.At, stored, stored.LastEventType == revoked, func() bool { return false })
+		return billing.BySnapshot(r, stored, stored.LastEventType == revoked, func() bool { return false })
 	}
 	if stored.LastEventType == revoked && !r.At.After(stored.LastEventAt) {
 		return billing.Stale

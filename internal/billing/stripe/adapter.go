@@ -122,7 +122,9 @@ func unresolvedCustomer(customerID string) error {
 	return billing.NewUnresolved("unresolved web customer", "customer_id", customerID)
 }
 
-// ReadSnapshot reads a subscription object from the API, read at at.
+// ReadSnapshot reads a subscription object from the API, read at at. It is placed among
+// events at the second of the read, as event times are: an event of that second may be
+// later than the read, so it wins.
 func (a *Adapter) ReadSnapshot(raw []byte, at time.Time) (billing.Reading, billing.SnapshotInfo, error) {
 	sub, err := decodeWebSubscription(raw)
 	info := billing.SnapshotInfo{Subscription: sub.ID, Customer: string(sub.Customer), Created: time.Unix(sub.Created, 0).UTC()}
@@ -130,7 +132,7 @@ func (a *Adapter) ReadSnapshot(raw []byte, at time.Time) (billing.Reading, billi
 		return billing.Reading{}, info, err
 	}
 	return billing.Reading{
-		Subscription: sub.ID, Type: billing.SnapshotEventType, At: at, Snapshot: true, Customer: string(sub.Customer),
+		Subscription: sub.ID, Type: billing.SnapshotEventType, At: at.Truncate(time.Second), ReadAt: at, Snapshot: true, Customer: string(sub.Customer),
 		Decoded: &subscriptionReading{snapshot{Object: raw}, sub},
 	}, info, nil
 }
@@ -138,7 +140,7 @@ func (a *Adapter) ReadSnapshot(raw []byte, at time.Time) (billing.Reading, billi
 func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order {
 	incoming := r.Decoded.(*subscriptionReading)
 	if r.Snapshot {
-		return snapshotOrder(r.At, incoming.snapshot.Object, stored)
+		return snapshotOrder(r, incoming.snapshot.Object, stored)
 	}
 	if supersedes(r.Type, r.At, incoming.snapshot, stored) {
 		return billing.Supersedes

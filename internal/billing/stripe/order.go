@@ -72,10 +72,10 @@ func attributesAgree(previous map[string]json.RawMessage, object json.RawMessage
 	return true
 }
 
-// snapshotOrder places a subscription object read from the API at at by the rule for reads
+// snapshotOrder places a subscription object read from the API by the rule for reads
 // (billing.BySnapshot): a deletion is final.
-func snapshotOrder(at time.Time, object json.RawMessage, stored billing.Stored) billing.Order {
-	return billing.BySnapshot(at, stored, stored.LastEventType == subscriptionDeleted, func() bool { return sameObject(stored.State, object) })
+func snapshotOrder(r billing.Reading, object json.RawMessage, stored billing.Stored) billing.Order {
+	return billing.BySnapshot(r, stored, stored.LastEventType == subscriptionDeleted, func() bool { return sameObject(stored.State, object) })
 }
 
 // sameObject says whether a stored snapshot holds this object, compared as JSON values.
