@@ -51,6 +51,9 @@ interrupted pass resumes where it stopped.`,
 				verb = "would repair"
 			}
 			fmt.Fprintf(e.stdout, "reconcile web: %d checked, %d drifted (%s %d), %d unresolved\n", res.Checked, res.Drifted, verb, res.Drifted, res.Unresolved)
+			if errors.Is(err, reconcile.ErrInterrupted) {
+				return errors.New("interrupted: the pass stopped after the subscriptions counted above; the next pass resumes where it stopped")
+			}
 			return err
 		},
 	}
@@ -75,7 +78,10 @@ func cmdReconcileStatus(fs *flag.FlagSet) command {
 			}
 			for _, r := range runs {
 				state := "running"
-				if r.FinishedAt.Valid {
+				switch {
+				case r.Interrupted:
+					state = "interrupted " + r.FinishedAt.Time.UTC().Format(time.RFC3339)
+				case r.FinishedAt.Valid:
 					state = "finished " + r.FinishedAt.Time.UTC().Format(time.RFC3339)
 				}
 				dry := ""

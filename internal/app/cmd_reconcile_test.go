@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -49,5 +50,60 @@ func TestReconcileCommands(t *testing.T) {
 		!strings.Contains(lines[1], "1 checked, 1 drifted, 1 repaired") || !strings.HasPrefix(lines[2], "  sub_never_heard: none → pro active until ") ||
 		!strings.Contains(lines[3], "(dry run)") {
 		t.Fatalf("status: exit %d\n%s", code, out)
+	}
+}
+
+// A pass cut short (SIGINT or SIGTERM end the command's context) exits non-zero, says so,
+// and is shown as interrupted, not finished.
+func TestReconcileInterruptedExitsNonZero(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cancel() // the signal arrives while the page is read
+		fmt.Fprint(w, `{"object":"list","has_more":true,"data":[]}`)
+	}))
+	defer api.Close()
+	env := testEnv(t, map[string]string{"WEB_API_KEY": "sk_test_reconcile", "WEB_API_BASE": api.URL})
+	code, _, errOut := runCmd(ctx, env, "reconcile")
+	if code == 0 || !strings.Contains(errOut, "interrupted") {
+		t.Fatalf("an interrupted pass: exit %d, %q", code, errOut)
+	}
+	code, out, _ := runCmd(context.Background(), env, "reconcile", "status")
+	if code != 0 || !strings.Contains(out, ", interrupted ") || strings.Contains(out, "running") {
+		t.Fatalf("status after the interruption: exit %d\n%s", code, out)
+	}
+}
+
+// serve reconciles right after start-up on a fresh database, whatever RECONCILE_INTERVAL
+// says; stopped mid-pass, it winds the pass down, records it as interrupted and releases
+// the lease, so a pass by hand can start at once.
+func TestServeReconcilesAtStartAndWindsDownOnStop(t *testing.T) {
+	var calls atomic.Int32
+	inPage := make(chan struct{})
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			close(inPage)
+			<-r.Context().Done() // serve stops while this page is read
+			return
+		}
+		fmt.Fprint(w, `{"object":"list","has_more":false,"data":[]}`)
+	}))
+	defer api.Close()
+	env := testEnv(t, map[string]string{"WEB_API_KEY": "sk_test_reconcile", "WEB_API_BASE": api.URL, "RECONCILE_INTERVAL": "1h"})
+	stop := startServe(t, env)
+	select {
+	case <-inPage:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reconcile pass within 10 s of start-up with RECONCILE_INTERVAL=1h on a fresh database")
+	}
+	if code, logs := stop(); code != 0 {
+		t.Fatalf("serve exited %d: %s", code, logs)
+	}
+	code, out, _ := runCmd(context.Background(), env, "reconcile", "status")
+	if code != 0 || !strings.Contains(out, ", interrupted ") {
+		t.Fatalf("the pass serve stopped in: exit %d\n%s", code, out)
+	}
+	if code, out, errOut := runCmd(context.Background(), env, "reconcile"); code != 0 {
+		t.Fatalf("a pass by hand right after serve stopped: exit %d %s%s", code, out, errOut)
 	}
 }

@@ -273,9 +273,13 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	if s.console != nil {
 		go s.console.RunSnapshots(ctx, time.Hour)
 	}
-	if s.reconciler != nil {
-		go s.reconciler.Every(ctx, s.cfg.Reconcile.Interval)
-	}
+	reconciling := make(chan struct{})
+	go func() {
+		defer close(reconciling)
+		if s.reconciler != nil {
+			s.reconciler.Run(ctx, s.cfg.Reconcile.Interval)
+		}
+	}()
 	go s.billing.reader.ListenForChanges(ctx)
 	delivering := make(chan struct{})
 	go func() {
@@ -312,10 +316,13 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 			return err
 		}
 	}
-	// Attempts in flight finish, so their outcome is recorded rather than left to the lease.
-	select {
-	case <-delivering:
-	case <-shutdownCtx.Done():
+	// Attempts in flight finish, so their outcome is recorded rather than left to the lease;
+	// a reconcile pass winds down, records itself as interrupted and releases its lease.
+	for _, done := range []chan struct{}{delivering, reconciling} {
+		select {
+		case <-done:
+		case <-shutdownCtx.Done():
+		}
 	}
 	return nil
 }

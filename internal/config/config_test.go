@@ -68,7 +68,7 @@ func TestLoadReportsEveryErrorWithoutSecrets(t *testing.T) {
 		"WEB_API_BASE":              "api.stripe.com",
 		"CHECKOUT_REDIRECT_ORIGINS": "https://ok.example.com,https://app.example.com/path",
 		"ADMIN_EMAILS":              "ops@example.com,not an address",
-		"RECONCILE_INTERVAL":        "30s",
+		"RECONCILE_INTERVAL":        "500ms",
 		"RECONCILE_PACE":            "0",
 	}))
 	if err == nil {
@@ -290,5 +290,32 @@ func TestReconcileAndOperators(t *testing.T) {
 	c, err = Load(env(map[string]string{"RECONCILE_INTERVAL": "0", "ADMIN_EMAILS": "ops@example.com", "FORMS": "off", "API": "off"}))
 	if err != nil || c.Reconcile != (Reconcile{Pace: 20}) || c.AdminEmails != nil {
 		t.Fatalf("off: %+v %v %v", c.Reconcile, c.AdminEmails, err)
+	}
+}
+
+// Any interval of a second or more is accepted; under a minute, serve starts with a
+// warning naming RECONCILE_INTERVAL.
+func TestReconcileIntervalUnderAMinuteWarns(t *testing.T) {
+	secrets := map[string]string{"WEB_WEBHOOK_SECRET": "w", "MOBILE_WEBHOOK_SECRET": "m"}
+	for _, tc := range []struct {
+		interval string
+		warned   bool
+	}{{"2s", true}, {"59s", true}, {"1m", false}, {"6h", false}} {
+		vars := map[string]string{"RECONCILE_INTERVAL": tc.interval}
+		for k, v := range secrets {
+			vars[k] = v
+		}
+		c, err := Load(env(vars))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.interval, err)
+		}
+		warnings, err := c.ServeProblems()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.interval, err)
+		}
+		warned := strings.Contains(strings.Join(warnings, "\n"), "RECONCILE_INTERVAL="+tc.interval)
+		if warned != tc.warned {
+			t.Errorf("%s: warned %v (%q), want %v", tc.interval, warned, warnings, tc.warned)
+		}
 	}
 }

@@ -8,7 +8,8 @@ import (
 // Reconcile is how serve keeps billing in step with the web provider's API.
 type Reconcile struct {
 	// Interval (RECONCILE_INTERVAL) is how often a pass runs inside serve; zero (unset, or
-	// 0) is off, and so is any value without WEB_API_KEY.
+	// 0) is off, and so is any value without WEB_API_KEY. Any interval of a second or more
+	// works (Pace bounds the provider's load); under a minute is unusual and warned about.
 	Interval time.Duration
 	// Pace (RECONCILE_PACE) is at most how many requests a second a pass sends.
 	Pace int
@@ -18,8 +19,8 @@ func loadReconcile(get func(name, def string) string, fail func(name, format str
 	r := Reconcile{Pace: 20}
 	if raw := get("RECONCILE_INTERVAL", ""); raw != "" && raw != "0" {
 		d, err := time.ParseDuration(raw)
-		if err != nil || d < time.Minute {
-			fail("RECONCILE_INTERVAL", "want a duration of a minute or more such as 6h, or 0 for off, got %q", raw)
+		if err != nil || d < time.Second {
+			fail("RECONCILE_INTERVAL", "want a duration of a second or more such as 6h, or 0 for off, got %q", raw)
 		} else {
 			r.Interval = d
 		}

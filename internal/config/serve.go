@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // ServeProblems is what stops "tollgate serve" from starting with this configuration,
@@ -23,6 +24,9 @@ func (c Config) ServeProblems() (warnings []string, _ error) {
 	}
 	if c.DevIdentity && !isLoopbackAddr(c.Addr) {
 		fail("AUTH_URL", fmt.Sprintf("is required when ADDR (%s) is not a loopback address: without it tollgate runs a development identity service that signs in any e-mail, which only loopback may reach", c.Addr))
+	}
+	if c.Reconcile.Interval > 0 && c.Reconcile.Interval < time.Minute {
+		warnings = append(warnings, fmt.Sprintf("RECONCILE_INTERVAL=%s is under a minute: a pass starts that soon after the last one finished, reading every subscription each time (RECONCILE_PACE bounds the rate)", c.Reconcile.Interval))
 	}
 	if c.Env == Production {
 		if u, err := url.Parse(c.PublicURL); err != nil || u.Scheme != "https" || u.Host == "" {

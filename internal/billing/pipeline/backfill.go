@@ -89,6 +89,10 @@ type BackfillSummary struct {
 	Cursor      string
 }
 
+// ErrCursorStuck: the provider said a page has more after it but named no cursor past
+// the ones already read; the run stops rather than read the same pages for ever.
+var ErrCursorStuck = errors.New("the provider's pages do not move past the cursor")
+
 // errDryRun rolls a dry run's transaction back after its report was taken.
 var errDryRun = errors.New("dry run")
 
@@ -125,6 +129,7 @@ func (p *Pipeline) Backfill(ctx context.Context, provider string, read PageReade
 	// and a half-applied page would only be applied again on resume.
 	work := context.WithoutCancel(ctx)
 	pace := newSQLitePacer(p.db)
+	visited := map[string]bool{sum.Cursor: true}
 	for {
 		// The snapshot's time is when the page was asked for (the adapter places it among
 		// events at its provider's resolution).
@@ -137,6 +142,12 @@ func (p *Pipeline) Backfill(ctx context.Context, provider string, read PageReade
 		if err != nil {
 			return sum, err
 		}
+		// A provider that answers "more to come" without moving past the cursor would be
+		// read for ever.
+		if page.HasMore && visited[page.LastID] {
+			return sum, fmt.Errorf("%w: the page after %q ends at %q again", ErrCursorStuck, sum.Cursor, page.LastID)
+		}
+		visited[page.LastID] = true
 		for _, raw := range page.Subscriptions {
 			change, err := p.backfillSubscription(work, a, snapshots, raw, at, opts.DryRun)
 			if err != nil {

@@ -34,6 +34,10 @@ const leaseFor = 2 * time.Minute
 // ErrBusy: another process holds the provider's lease; this pass was skipped.
 var ErrBusy = errors.New("another process is reconciling this provider")
 
+// ErrInterrupted: the pass was cut short (its context ended) after the pages it recorded;
+// the next pass resumes where it stopped.
+var ErrInterrupted = errors.New("the reconcile pass was interrupted")
+
 // Options configures a Reconciler.
 type Options struct {
 	// Provider is the provider reconciled and Read its API's pages (with their pacing and
@@ -80,12 +84,18 @@ type Result struct {
 
 // Pass runs one pass: it takes the lease (ErrBusy when another process holds it), reads
 // every subscription, repairs drift (or, with dryRun, only reports it), and records the
-// run. An interrupted pass (ctx ended) keeps its place for the next one.
+// run, its counts after every page. A pass cut short (ctx ended) is recorded as
+// interrupted, keeps its place for the next one, and releases the lease.
 func (r *Reconciler) Pass(ctx context.Context, dryRun bool) (Result, error) {
 	if err := r.takeLease(ctx); err != nil {
 		return Result{}, err
 	}
 	defer r.releaseLease()
+	return r.pass(ctx, dryRun)
+}
+
+// pass runs a pass under the lease the caller holds.
+func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 	q := dbq.New(r.db)
 	runID, err := q.StartReconcileRun(ctx, dbq.StartReconcileRunParams{Provider: r.opts.Provider, DryRun: dryRun, Now: r.now()})
 	if err != nil {
@@ -99,18 +109,33 @@ func (r *Reconciler) Pass(ctx context.Context, dryRun bool) (Result, error) {
 		}
 		return r.opts.Read(ctx, after)
 	}
+	// The record is written whatever ctx does: a pass cut short still says how far it got.
+	record := context.WithoutCancel(ctx)
+	progress := func(sum pipeline.BackfillSummary) {
+		res.Checked, res.Unresolved = sum.Seen, sum.Unresolved
+		err := q.RecordReconcileProgress(record, dbq.RecordReconcileProgressParams{
+			ID: runID, Checked: int64(res.Checked), Drifted: int64(res.Drifted), Repaired: int64(res.Repaired),
+			Unresolved: int64(res.Unresolved), Drift: drift.String(),
+		})
+		if err != nil {
+			r.log.WarnContext(ctx, "reconcile: progress not recorded", "provider", r.opts.Provider, "error", err)
+		}
+	}
 	sum, err := r.pipeline.Backfill(ctx, r.opts.Provider, read, pipeline.BackfillOptions{Scope: scope, DryRun: dryRun},
-		func(c pipeline.BackfillChange) { r.record(ctx, c, dryRun, &res, &drift) }, func(pipeline.BackfillSummary) {})
-	res.Checked, res.Unresolved, res.Interrupted = sum.Seen, sum.Unresolved, sum.Interrupted
+		func(c pipeline.BackfillChange) { r.record(ctx, c, dryRun, &res, &drift) }, progress)
+	res.Checked, res.Unresolved, res.Interrupted = sum.Seen, sum.Unresolved, sum.Interrupted || (err != nil && ctx.Err() != nil)
 	finish := dbq.FinishReconcileRunParams{
 		ID: runID, Now: sql.NullTime{Time: r.now(), Valid: true}, Checked: int64(res.Checked), Drifted: int64(res.Drifted),
-		Repaired: int64(res.Repaired), Unresolved: int64(res.Unresolved), Drift: drift.String(),
+		Repaired: int64(res.Repaired), Unresolved: int64(res.Unresolved), Drift: drift.String(), Interrupted: res.Interrupted,
 	}
-	if err != nil {
+	if err != nil && !res.Interrupted {
 		finish.Error = sql.NullString{String: err.Error(), Valid: true}
 	}
-	if ferr := q.FinishReconcileRun(context.WithoutCancel(ctx), finish); ferr != nil && err == nil {
+	if ferr := q.FinishReconcileRun(record, finish); ferr != nil && err == nil {
 		err = ferr
+	}
+	if res.Interrupted {
+		return res, ErrInterrupted
 	}
 	return res, err
 }
@@ -165,26 +190,91 @@ func (r *Reconciler) releaseLease() {
 	}
 }
 
-// Every runs a pass every interval until ctx ends, the first after one interval; a pass
-// another process holds is skipped.
-func (r *Reconciler) Every(ctx context.Context, interval time.Duration) {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
+// Run runs passes until ctx ends, on the schedule the record keeps: a pass starts once
+// the provider's newest pass that counts (any process's; not a dry run, not an interrupted
+// one; a failed one counts) finished interval ago or longer, or at once when none has —
+// so a fresh database reconciles right after start-up, and a process restarted more
+// often than interval still reconciles on time. Processes share one cadence: the lease
+// lets one pass run, and whoever holds it checks the record again before starting.
+// When ctx ends, a pass in progress winds down (it finishes the page in hand, records
+// itself as interrupted) and the lease is released before Run returns.
+func (r *Reconciler) Run(ctx context.Context, interval time.Duration) {
+	// retry is how soon a pass that could not start, or failed without a record, is tried
+	// again: not at once, which would be a tight loop, nor a whole interval away.
+	retry := min(interval, 30*time.Second)
+	for ctx.Err() == nil {
+		wait, err := r.untilDue(ctx, interval)
+		if err == nil && wait <= 0 {
+			var ran bool
+			if ran, err = r.passIfDue(ctx, interval); ran && err == nil {
+				continue // the record now says when the next pass is due
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			r.logFailure(err)
+		}
+		if wait <= 0 || err != nil {
+			wait = retry // busy, or failed: look at the record again soon, not at once
+		}
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
-		case <-ticker.C:
+		case <-timer.C:
 		}
-		res, err := r.Pass(ctx, false)
-		switch {
-		case errors.Is(err, ErrBusy):
-			r.log.Info("reconcile: skipped, another process is reconciling", "provider", r.opts.Provider)
-		case err != nil && ctx.Err() == nil:
-			r.log.Warn("reconcile: pass failed; the next one resumes", "provider", r.opts.Provider, "error", err)
-		case err == nil:
-			r.log.Info("reconcile: pass done", "provider", r.opts.Provider, "checked", res.Checked, "drifted", res.Drifted,
-				"repaired", res.Repaired, "unresolved", res.Unresolved, "interrupted", res.Interrupted)
+	}
+}
+
+// Next is when the next scheduled pass is due by the record: interval after the newest
+// pass that counts (see Run) ended; the zero time when none has, which is due at once.
+func (r *Reconciler) Next(ctx context.Context, interval time.Duration) (time.Time, error) {
+	last, err := dbq.New(r.db).LastReconcilePassEnd(ctx, r.opts.Provider)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return time.Time{}, nil
+	case err != nil:
+		return time.Time{}, err
+	}
+	return last.Time.Add(interval), nil
+}
+
+// untilDue is how long until the next pass is due (zero or less: now).
+func (r *Reconciler) untilDue(ctx context.Context, interval time.Duration) (time.Duration, error) {
+	next, err := r.Next(ctx, interval)
+	if err != nil || next.IsZero() {
+		return 0, err
+	}
+	return next.Sub(r.now()), nil
+}
+
+// passIfDue takes the lease and, if the record still says a pass is due (another process
+// may have just finished one), runs it. ran says whether it did.
+func (r *Reconciler) passIfDue(ctx context.Context, interval time.Duration) (ran bool, err error) {
+	if err := r.takeLease(ctx); err != nil {
+		if errors.Is(err, ErrBusy) {
+			r.log.Debug("reconcile: another process is reconciling", "provider", r.opts.Provider)
+			return false, nil
 		}
+		return false, err
+	}
+	defer r.releaseLease()
+	if wait, err := r.untilDue(ctx, interval); err != nil || wait > 0 {
+		return false, err
+	}
+	res, err := r.pass(ctx, false)
+	if err == nil {
+		r.log.Info("reconcile: pass done", "provider", r.opts.Provider, "checked", res.Checked, "drifted", res.Drifted,
+			"repaired", res.Repaired, "unresolved", res.Unresolved)
+	}
+	return true, err
+}
+
+func (r *Reconciler) logFailure(err error) {
+	switch {
+	case errors.Is(err, ErrInterrupted):
+		r.log.Info("reconcile: pass interrupted; the next one resumes where it stopped", "provider", r.opts.Provider)
+	default:
+		r.log.Warn("reconcile: pass failed; the next one resumes", "provider", r.opts.Provider, "error", err)
 	}
 }

@@ -174,17 +174,18 @@ type ReconcileLease struct {
 }
 
 type ReconcileRun struct {
-	ID         int64
-	Provider   string
-	DryRun     bool
-	StartedAt  time.Time
-	FinishedAt sql.NullTime
-	Checked    int64
-	Drifted    int64
-	Repaired   int64
-	Unresolved int64
-	Drift      string
-	Error      sql.NullString
+	ID          int64
+	Provider    string
+	DryRun      bool
+	StartedAt   time.Time
+	FinishedAt  sql.NullTime
+	Checked     int64
+	Drifted     int64
+	Repaired    int64
+	Unresolved  int64
+	Drift       string
+	Error       sql.NullString
+	Interrupted bool
 }
 
 type ServiceKey struct {

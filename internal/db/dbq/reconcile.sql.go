@@ -14,19 +14,20 @@ import (
 const finishReconcileRun = `-- name: FinishReconcileRun :exec
 update reconcile_runs
 set finished_at = $1, checked = $2, drifted = $3, repaired = $4,
-    unresolved = $5, drift = $6, error = $7
-where id = $8
+    unresolved = $5, drift = $6, error = $7, interrupted = $8
+where id = $9
 `
 
 type FinishReconcileRunParams struct {
-	Now        sql.NullTime
-	Checked    int64
-	Drifted    int64
-	Repaired   int64
-	Unresolved int64
-	Drift      string
-	Error      sql.NullString
-	ID         int64
+	Now         sql.NullTime
+	Checked     int64
+	Drifted     int64
+	Repaired    int64
+	Unresolved  int64
+	Drift       string
+	Error       sql.NullString
+	Interrupted bool
+	ID          int64
 }
 
 func (q *Queries) FinishReconcileRun(ctx context.Context, arg FinishReconcileRunParams) error {
@@ -38,13 +39,29 @@ func (q *Queries) FinishReconcileRun(ctx context.Context, arg FinishReconcileRun
 		arg.Unresolved,
 		arg.Drift,
 		arg.Error,
+		arg.Interrupted,
 		arg.ID,
 	)
 	return err
 }
 
+const lastReconcilePassEnd = `-- name: LastReconcilePassEnd :one
+select finished_at from reconcile_runs
+where provider = $1 and not dry_run and not interrupted and finished_at is not null
+order by finished_at desc limit 1
+`
+
+// When the provider's newest pass that counts for the schedule ended: any process's, not a
+// dry run, not interrupted (a failed pass counts). No row: none has yet.
+func (q *Queries) LastReconcilePassEnd(ctx context.Context, provider string) (sql.NullTime, error) {
+	row := q.db.QueryRowContext(ctx, lastReconcilePassEnd, provider)
+	var finished_at sql.NullTime
+	err := row.Scan(&finished_at)
+	return finished_at, err
+}
+
 const listReconcileRuns = `-- name: ListReconcileRuns :many
-select id, provider, dry_run, started_at, finished_at, checked, drifted, repaired, unresolved, drift, error
+select id, provider, dry_run, started_at, finished_at, checked, drifted, repaired, unresolved, drift, error, interrupted
 from reconcile_runs order by id desc limit $1
 `
 
@@ -69,6 +86,7 @@ func (q *Queries) ListReconcileRuns(ctx context.Context, max int32) ([]Reconcile
 			&i.Unresolved,
 			&i.Drift,
 			&i.Error,
+			&i.Interrupted,
 		); err != nil {
 			return nil, err
 		}
@@ -81,6 +99,35 @@ func (q *Queries) ListReconcileRuns(ctx context.Context, max int32) ([]Reconcile
 		return nil, err
 	}
 	return items, nil
+}
+
+const recordReconcileProgress = `-- name: RecordReconcileProgress :exec
+update reconcile_runs
+set checked = $1, drifted = $2, repaired = $3,
+    unresolved = $4, drift = $5
+where id = $6
+`
+
+type RecordReconcileProgressParams struct {
+	Checked    int64
+	Drifted    int64
+	Repaired   int64
+	Unresolved int64
+	Drift      string
+	ID         int64
+}
+
+// A running pass's counts after each page, so that a pass cut short says how far it got.
+func (q *Queries) RecordReconcileProgress(ctx context.Context, arg RecordReconcileProgressParams) error {
+	_, err := q.db.ExecContext(ctx, recordReconcileProgress,
+		arg.Checked,
+		arg.Drifted,
+		arg.Repaired,
+		arg.Unresolved,
+		arg.Drift,
+		arg.ID,
+	)
+	return err
 }
 
 const releaseReconcileLease = `-- name: ReleaseReconcileLease :exec

@@ -14,12 +14,26 @@ delete from reconcile_leases where provider = sqlc.arg(provider) and holder = sq
 insert into reconcile_runs (provider, dry_run, started_at) values (sqlc.arg(provider), sqlc.arg(dry_run), sqlc.arg(now))
 returning id;
 
+-- name: RecordReconcileProgress :exec
+-- A running pass's counts after each page, so that a pass cut short says how far it got.
+update reconcile_runs
+set checked = sqlc.arg(checked), drifted = sqlc.arg(drifted), repaired = sqlc.arg(repaired),
+    unresolved = sqlc.arg(unresolved), drift = sqlc.arg(drift)
+where id = sqlc.arg(id);
+
 -- name: FinishReconcileRun :exec
 update reconcile_runs
 set finished_at = sqlc.arg(now), checked = sqlc.arg(checked), drifted = sqlc.arg(drifted), repaired = sqlc.arg(repaired),
-    unresolved = sqlc.arg(unresolved), drift = sqlc.arg(drift), error = sqlc.narg(error)
+    unresolved = sqlc.arg(unresolved), drift = sqlc.arg(drift), error = sqlc.narg(error), interrupted = sqlc.arg(interrupted)
 where id = sqlc.arg(id);
 
+-- name: LastReconcilePassEnd :one
+-- When the provider's newest pass that counts for the schedule ended: any process's, not a
+-- dry run, not interrupted (a failed pass counts). No row: none has yet.
+select finished_at from reconcile_runs
+where provider = sqlc.arg(provider) and not dry_run and not interrupted and finished_at is not null
+order by finished_at desc limit 1;
+
 -- name: ListReconcileRuns :many
-select id, provider, dry_run, started_at, finished_at, checked, drifted, repaired, unresolved, drift, error
+select id, provider, dry_run, started_at, finished_at, checked, drifted, repaired, unresolved, drift, error, interrupted
 from reconcile_runs order by id desc limit sqlc.arg(max);
