@@ -113,7 +113,7 @@ func Authenticate(v *Verifier, keys *servicekeys.Keys, log *slog.Logger, users *
 				return
 			}
 			c.user = user
-			users.Saw(r.Context(), user.SessionID, user.ID, user.Email)
+			users.Saw(user.SessionID, user.ID, user.Email)
 			next.ServeHTTP(w, r)
 		})
 	}

@@ -236,6 +236,12 @@ func TestBrowserConsole(t *testing.T) {
 		if status, _, err := send(http.DefaultClient, req); status != http.StatusOK {
 			t.Fatalf("/api/v1/me: %d %v", status, err)
 		}
+		// It is recorded off the request path, a moment after the answer.
+		for deadline := time.Now().Add(10 * time.Second); scalar("select count(*) from known_users where email = $1", "usd@example.test") == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the API's user was not recorded within 10 s")
+			}
+		}
 		for i, q := range []string{"usd@exa", h.usd, "cus_sub_console_usd"} {
 			run("search "+q, chromedp.Navigate(base+"/admin/customers?q="+q), chromedp.WaitVisible(chromedp.CSS("#results")))
 			if i == 0 {

@@ -361,7 +361,7 @@ func (w *Web) signIn(ctx context.Context, s identity.Session) error {
 		return err
 	}
 	w.storeTokens(ctx, s)
-	w.opts.Users.SignedIn(ctx, s.User.ID, s.User.Email)
+	w.opts.Users.SignedIn(s.User.ID, s.User.Email)
 	return nil
 }
 
