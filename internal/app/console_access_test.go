@@ -10,8 +10,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate/tollgate/internal/config"
+	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 	"github.com/tollgate/tollgate/internal/identity/identitytest"
 )
@@ -97,6 +99,12 @@ func TestConsoleAccess(t *testing.T) {
 					t.Errorf("an operator's %s: %d, want 404", path, resp.StatusCode)
 				}
 			}
+			// A query no page means, which a database cannot compare either: 400, not 500.
+			for _, path := range []string{"/admin/customers?q=a%00b", "/admin/customers?q=%ff%fe", "/admin/events?outcome=%00", "/admin/events?provider%00=web"} {
+				if resp, _ := fetch(t, operator, "GET", base+path, nil); resp.StatusCode != http.StatusBadRequest {
+					t.Errorf("an operator's %s: %d, want 400", path, resp.StatusCode)
+				}
+			}
 			resp, _ = fetch(t, operator, "POST", base+"/admin/deliveries/1/retry", http.Header{"Sec-Fetch-Site": {"cross-site"}, "Origin": {"https://evil.example"}})
 			if resp.StatusCode != http.StatusForbidden {
 				t.Errorf("a cross-site POST: %d", resp.StatusCode)
@@ -116,7 +124,37 @@ func TestConsoleAccess(t *testing.T) {
 					}
 				}
 			}
+			unresolvedEventNamesItsCustomer(t, env["DATABASE_URL"], base, operator, h.unmapped)
 		})
+	}
+}
+
+// unresolvedEventNamesItsCustomer: a customer whose only event was unresolved (its price in
+// no plan) has it on their timeline, with its reason, and is found by its subscription and
+// event ids; the event stored the user it names and no canonical row.
+func unresolvedEventNamesItsCustomer(t *testing.T, databaseURL, base string, operator *http.Client, user string) {
+	t.Helper()
+	d, err := db.Open(context.Background(), databaseURL, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var eventID, named string
+	var customers int
+	if err := d.QueryRow("select provider_event_id, user_id from provider_events where subscription_id = 'sub_console_unmapped'").Scan(&eventID, &named); err != nil || named != user {
+		t.Fatalf("the unresolved event names %q, want %s (%v)", named, user, err)
+	}
+	if err := d.QueryRow("select count(*) from billing_customers where user_id = $1", user).Scan(&customers); err != nil || customers != 0 {
+		t.Fatalf("an unresolved event wrote %d billing customers (%v)", customers, err)
+	}
+	_, page := fetch(t, operator, "GET", base+"/admin/customers/"+user, nil)
+	if strings.Contains(page, "No events name this customer") || !strings.Contains(page, "unresolved") || !strings.Contains(page, "unmapped price or product") {
+		t.Errorf("the customer's timeline does not list the unresolved event with its reason:\n%s", page)
+	}
+	for _, q := range []string{"sub_console_unmapped", eventID} {
+		if _, found := fetch(t, operator, "GET", base+"/admin/customers?q="+url.QueryEscape(q), nil); !strings.Contains(found, user) {
+			t.Errorf("searching %s does not find the customer", q)
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package console
 
 import (
 	"net/http"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/tollgate/tollgate/internal/route"
 )
@@ -23,7 +25,24 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /admin/plans", c.plans)
 	mux.Handle("GET /admin/static/", http.StripPrefix("/admin/", http.FileServerFS(staticFS)))
 	mux.HandleFunc("/admin/", c.opts.NotFound)
-	return c.operatorsOnly(recordRoute(mux))
+	return c.operatorsOnly(c.readableQuery(recordRoute(mux)))
+}
+
+// readableQuery refuses (400) a query string whose names or values hold a NUL byte or
+// invalid UTF-8: no console page means one, and a database cannot compare it (Postgres
+// refuses it as text), which would otherwise fail the page as our error.
+func (c *Console) readableQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for name, values := range r.URL.Query() {
+			for _, s := range append(values, name) {
+				if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+					c.fail(w, r, errBadInput)
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // recordRoute tells the access log the console route a request matched.

@@ -237,6 +237,7 @@ func (p *Pipeline) resolveCustomer(ctx context.Context, w *work, f billing.Facts
 	if f.Link != "" {
 		c, err := w.GetCustomerByWebID(ctx, nullString(f.Link))
 		if err == nil {
+			w.named = c.UserID
 			return billingCustomer{c.ID, c.UserID}, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -258,6 +259,7 @@ func (p *Pipeline) resolveCustomer(ctx context.Context, w *work, f billing.Facts
 			return billingCustomer{}, err
 		}
 	}
+	w.named = f.UserID
 	return billingCustomer{c.ID, f.UserID}, nil
 }
 

@@ -60,9 +60,12 @@ type work struct {
 	// stale: the stored state was newer than the reading (a backfill reports it).
 	stale bool
 	// changed are the users whose billing answer the work changed, told once it commits;
-	// user is the user the event resolved to, if it did.
+	// user is the user the event resolved to, if it did. named is the user its customer
+	// resolved to even when its plan did not: an unresolved event is stored with it, so
+	// that the console lists it on that user's timeline.
 	changed []string
 	user    string
+	named   string
 	// record is what the event did to its subscription, stored with the event.
 	record record
 }
@@ -105,6 +108,9 @@ func (p *Pipeline) process(ctx context.Context, tx *sql.Tx, sp savepoint, ev eve
 			return Processed{}, err
 		}
 		w.changed, w.user = nil, ""
+		if unresolved != nil {
+			w.user = w.named // only on the event's record: the rollback left every canonical row as it was
+		}
 		w.record.before.set, w.record.after.set = false, false
 	}
 	columns, err := p.recordColumns(ctx, w, w.record)

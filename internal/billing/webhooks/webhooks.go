@@ -111,7 +111,7 @@ func (h *Webhooks) serve(w http.ResponseWriter, r *http.Request, a billing.Adapt
 	// The outcome goes back in headers for "tollgate webhook send" and anyone debugging
 	// a delivery; the body stays the {"received":true} the providers expect.
 	w.Header().Set(HeaderOutcome, done.Outcome)
-	if done.UserID != "" {
+	if done.UserID != "" && done.Outcome != billing.OutcomeUnresolved { // an unresolved event's user is only named, not resolved
 		w.Header().Set(HeaderUserID, done.UserID)
 	}
 	if done.Reason != "" {

@@ -246,8 +246,9 @@ type CustomerTimelineRow struct {
 	PeriodEndAfter  sql.NullTime
 }
 
-// The events that resolved to the user, and those that resolved to nobody but name one of
-// the user's subscriptions, newest first: two index lookups.
+// The events that name the user (resolved to them, or unresolved with their customer
+// resolved), and those that name nobody but one of the user's subscriptions, newest
+// first: two index lookups.
 func (q *Queries) CustomerTimeline(ctx context.Context, arg CustomerTimelineParams) ([]CustomerTimelineRow, error) {
 	rows, err := q.db.QueryContext(ctx, customerTimeline, arg.Skip, arg.Max, arg.UserID)
 	if err != nil {
@@ -620,11 +621,15 @@ join billing_customers c on c.id = s.billing_customer_id
 where ps.provider_subscription_id = $1 or ps.provider_customer_id = $1
 union
 select e.user_id from provider_events e where e.provider_event_id = $1 and e.user_id is not null
+union
+select e.user_id from provider_events e
+where e.subscription_id = $1 and e.outcome = 'unresolved' and e.user_id is not null
 limit 50
 `
 
 // The users a provider's customer, subscription (an App Store original transaction) or
-// event id leads to.
+// event id leads to: through the canonical rows, or through an unresolved event that
+// names its user (a subscription whose plan never resolved has no canonical row).
 func (q *Queries) UsersByProviderID(ctx context.Context, id sql.NullString) ([]string, error) {
 	rows, err := q.db.QueryContext(ctx, usersByProviderID, id)
 	if err != nil {

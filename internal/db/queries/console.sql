@@ -31,7 +31,8 @@ select user_id, email from known_users where user_id = sqlc.arg(user_id);
 
 -- name: UsersByProviderID :many
 -- The users a provider's customer, subscription (an App Store original transaction) or
--- event id leads to.
+-- event id leads to: through the canonical rows, or through an unresolved event that
+-- names its user (a subscription whose plan never resolved has no canonical row).
 select c.user_id from billing_customers c where c.web_customer_id = sqlc.arg(id)
 union
 select c.user_id from provider_subscriptions ps
@@ -40,6 +41,9 @@ join billing_customers c on c.id = s.billing_customer_id
 where ps.provider_subscription_id = sqlc.arg(id) or ps.provider_customer_id = sqlc.arg(id)
 union
 select e.user_id from provider_events e where e.provider_event_id = sqlc.arg(id) and e.user_id is not null
+union
+select e.user_id from provider_events e
+where e.subscription_id = sqlc.arg(id) and e.outcome = 'unresolved' and e.user_id is not null
 limit 50;
 
 -- name: CustomerSubscriptions :many
@@ -53,8 +57,9 @@ where c.user_id = sqlc.arg(user_id)
 order by s.updated_at desc, s.id desc;
 
 -- name: CustomerTimeline :many
--- The events that resolved to the user, and those that resolved to nobody but name one of
--- the user's subscriptions, newest first: two index lookups.
+-- The events that name the user (resolved to them, or unresolved with their customer
+-- resolved), and those that name nobody but one of the user's subscriptions, newest
+-- first: two index lookups.
 select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
        e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
 from provider_events e
