@@ -208,6 +208,10 @@ type Facts struct {
 	// Status is canonical; PeriodEnd the access horizon (nil: none).
 	Status    string
 	PeriodEnd *time.Time
+	// Lasts, for a one-time purchase, says how its product's `lasts` (the plans file) sets
+	// the access horizon when PeriodEnd is nil: from Purchased for that long.
+	Lasts     LastsRule
+	Purchased time.Time
 	// Products are the provider's price or product ids the plan is mapped from, in the
 	// plans file's list of PriceList's prices ("": the provider's own; a store whose
 	// product ids are the app's, as the mobile provider's are, names ProviderMobile).
@@ -220,6 +224,21 @@ type Facts struct {
 	Currency string
 	Period   string
 }
+
+// LastsRule is how a purchase's product's `lasts` applies to it.
+type LastsRule int
+
+const (
+	// NoLasts: the provider gives the horizon (a subscription, or a purchase owned for
+	// good whatever the plans file says, as an App Store Non-Consumable).
+	NoLasts LastsRule = iota
+	// LastsOrForGood: for `lasts` from the purchase when its product has one, else for
+	// good (a Google Play one-time product, whose kind Google does not say).
+	LastsOrForGood
+	// LastsRequired: for `lasts` from the purchase; without one the purchase entitles
+	// nothing and its event is unresolved (an App Store Non-Renewing Subscription).
+	LastsRequired
+)
 
 // A Fetcher has network work to do for an event before its transaction: reading the
 // purchase from the provider's API, say, at now. An error answers 503 and the provider

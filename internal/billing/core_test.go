@@ -274,3 +274,27 @@ func TestMonthlyAndPeriods(t *testing.T) {
 		}
 	}
 }
+
+// Durations read as people write them for billing: Go's syntax plus whole days.
+func TestParseDuration(t *testing.T) {
+	day := 24 * time.Hour
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"30d", 30 * day, true}, {"1d12h", 36 * time.Hour, true}, {"90m", 90 * time.Minute, true}, {"2s", 2 * time.Second, true},
+		{" 7d ", 7 * day, true}, {"0d", 0, false}, {"0s", 0, false}, {"-1d", 0, false}, {"1.5d", 0, false}, {"d", 0, false},
+		{"30", 0, false}, {"", 0, false}, {"1d-2h", 0, false}, {"soon", 0, false},
+	} {
+		got, err := billing.ParseDuration(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v, ok %v", tc.in, got, err, tc.want, tc.ok)
+		}
+		if tc.ok {
+			if again, err := billing.ParseDuration(billing.FormatDuration(got)); err != nil || again != got {
+				t.Errorf("FormatDuration(%v) = %q does not read back", got, billing.FormatDuration(got))
+			}
+		}
+	}
+}

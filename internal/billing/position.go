@@ -115,6 +115,9 @@ type Catalogue struct {
 	Values  map[int64]map[string]any
 	Default *Plan
 	Prices  map[PriceKey]int64
+	// Lasts is how long a one-time purchase of a product entitles for, where the plans
+	// file says (`lasts`).
+	Lasts map[PriceKey]time.Duration
 }
 
 // PriceKey is a provider's price (web) or product (mobile) id.

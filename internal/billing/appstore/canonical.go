@@ -1,6 +1,7 @@
 package appstore
 
 import (
+	"cmp"
 	"encoding/json"
 	"strings"
 	"time"
@@ -27,7 +28,17 @@ type state struct {
 	Amount    int64      `json:"amount,omitempty"`
 	Currency  string     `json:"currency,omitempty"`
 	Period    string     `json:"period,omitempty"`
+	// NonRenewing: a Non-Renewing Subscription, which entitles from Purchased for its
+	// product's lasts (the plans file), and without one entitles nothing.
+	NonRenewing bool       `json:"non_renewing,omitempty"`
+	Purchased   *time.Time `json:"purchased,omitempty"`
 }
+
+// The transaction types Apple names (JWSTransactionDecodedPayload.type).
+const (
+	typeConsumable  = "Consumable"
+	typeNonRenewing = "Non-Renewing Subscription"
+)
 
 // Read says which subscription (its original transaction) a notification is about.
 func (a *Adapter) Read(ev billing.Event, body []byte) (billing.Reading, error) {
@@ -52,6 +63,8 @@ func (a *Adapter) Read(ev billing.Event, body []byte) (billing.Reading, error) {
 		return billing.Reading{}, billing.Invalidf("app store notification %s has no signed transaction", n.NotificationUUID)
 	case n.SignedDate <= 0:
 		return billing.Reading{}, billing.Invalidf("app store notification %s has no signedDate", n.NotificationUUID)
+	case p.transaction.Type == typeConsumable:
+		return billing.Reading{Ignore: "a consumable purchase entitles nothing"}, nil
 	}
 	return billing.Reading{
 		Subscription: p.transaction.OriginalTransactionID, Type: n.NotificationType, At: time.UnixMilli(n.SignedDate).UTC(),
@@ -79,7 +92,8 @@ func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order 
 func (a *Adapter) Apply(r billing.Reading, _ billing.Stored) ([]byte, any, error) {
 	p := r.Decoded.(*parsed)
 	tx := p.transaction
-	next := state{ProductID: tx.ProductID, User: strings.ToLower(tx.AppAccountToken), PeriodEnd: millis(tx.ExpiresDate)}
+	next := state{ProductID: tx.ProductID, User: strings.ToLower(tx.AppAccountToken), PeriodEnd: millis(tx.ExpiresDate),
+		NonRenewing: tx.Type == typeNonRenewing, Purchased: cmp.Or(millis(tx.PurchaseDate), &r.At)}
 	next.Amount, next.Currency = tx.amount()
 	next.Period = tx.period()
 	at := r.At
@@ -130,9 +144,13 @@ func (a *Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
 			return billing.Facts{}, err
 		}
 	}
-	return billing.Facts{
+	f := billing.Facts{
 		UserID: s.User, KeepsUser: true, Unresolved: billing.NewUnresolved("unresolved app store customer", "app_account_token", s.User),
 		Status: s.Status, PeriodEnd: s.PeriodEnd, Products: []string{s.ProductID}, PriceList: billing.ProviderMobile,
 		Amount: s.Amount, Currency: s.Currency, Period: s.Period,
-	}, nil
+	}
+	if s.NonRenewing && s.Purchased != nil {
+		f.Lasts, f.Purchased = billing.LastsRequired, *s.Purchased
+	}
+	return f, nil
 }

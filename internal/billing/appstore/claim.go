@@ -35,6 +35,9 @@ func (a *Adapter) Claim(_ context.Context, proof billing.Proof, userID string, n
 	case tx.AppAccountToken != "" && !strings.EqualFold(tx.AppAccountToken, userID):
 		return billing.Reading{}, billing.ErrPurchaseOfAnother
 	}
+	if tx.Type == typeConsumable {
+		return billing.Reading{Ignore: "a consumable purchase entitles nothing"}, nil
+	}
 	tx.AppAccountToken = userID
 	return billing.Reading{
 		Subscription: tx.OriginalTransactionID, Type: billing.SnapshotEventType, At: time.UnixMilli(tx.SignedDate).UTC(),

@@ -186,11 +186,20 @@ func (p *Pipeline) materialise(ctx context.Context, w *work, ps providerSubscrip
 	if f, err = p.keepUser(ctx, w, ps, f); err != nil {
 		return "", err
 	}
+	// A purchase that lasts no time the plans file gives is unresolved, but only once its
+	// customer has resolved, so that the event still names its user.
+	noDuration, err := p.applyLasts(ctx, w, &f)
+	if err != nil {
+		return "", err
+	}
 	providerSubscriptionID := ps.ID
 	periodEnd := nullTime(f.PeriodEnd)
 	customer, err := p.resolveCustomer(ctx, w, f, providerSubscriptionID, periodEnd)
 	if err != nil {
 		return "", err
+	}
+	if noDuration != nil {
+		return "", noDuration
 	}
 	plan, err := p.resolvePlan(ctx, w, f.PriceList, f.Products)
 	if err != nil {
@@ -221,6 +230,32 @@ func (p *Pipeline) keepUser(ctx context.Context, w *work, ps providerSubscriptio
 			"subscription_id", ps.ProviderSubscriptionID, "linked_user_id", linked, "event_user_id", f.UserID)
 	}
 	return f, nil
+}
+
+// applyLasts sets the horizon of a one-time purchase that lasts a while (Facts.Lasts)
+// from its product's `lasts`, as the plan catalogue the work's transaction sees has it. A
+// purchase that must last a while and whose product has no lasts is returned as the
+// *billing.Unresolved it is (no duration); any other error is the catalogue's.
+func (p *Pipeline) applyLasts(ctx context.Context, w *work, f *billing.Facts) (unresolved error, err error) {
+	if f.Lasts == billing.NoLasts || f.PeriodEnd != nil {
+		return nil, nil // a subscription, or a purchase that has ended (a refund, say)
+	}
+	c, err := p.catalogues.At(ctx, w.Queries, w.plansVersion)
+	if err != nil {
+		return nil, err
+	}
+	list := cmp.Or(f.PriceList, w.adapter.Provider())
+	for _, id := range f.Products {
+		if d, ok := c.Lasts[billing.PriceKey{Provider: list, ID: id}]; ok {
+			end := f.Purchased.Add(d)
+			f.PeriodEnd = &end
+			return nil, nil
+		}
+	}
+	if f.Lasts == billing.LastsRequired {
+		return billing.NewUnresolved("no duration: the plans file gives the product no lasts", "product_ids", f.Products), nil
+	}
+	return nil, nil // for good
 }
 
 // billingCustomer is a billing_customers row: its id and its identity user.

@@ -14,7 +14,8 @@ import (
 // subscription's state when the store signed it, which goes through the same ordering as a
 // backfill's read (a newer notification still wins), linked to userID. A subscription whose
 // canonical row is another user's is refused (ErrPurchaseOfAnother) and nothing changes; a
-// product no plan sells is returned as the *billing.Unresolved it is.
+// product no plan sells is returned as the *billing.Unresolved it is; a purchase that
+// entitles nothing (a consumable) changes nothing.
 func (p *Pipeline) Claim(ctx context.Context, provider string, proof billing.Proof, userID string) error {
 	a, ok := p.adapters[provider]
 	claimer, ok2 := a.(billing.Claimer)
@@ -24,6 +25,10 @@ func (p *Pipeline) Claim(ctx context.Context, provider string, proof billing.Pro
 	r, err := claimer.Claim(ctx, proof, userID, p.now())
 	if err != nil {
 		return err
+	}
+	if r.Ignore != "" { // verified, and nothing to keep: the answer stands as it is
+		p.log.InfoContext(ctx, r.Ignore, "provider", provider, "user_id", userID)
+		return nil
 	}
 	eventID := billing.SnapshotEventID(r.At)
 	var w *work

@@ -40,7 +40,11 @@ func (c *Catalogues) At(ctx context.Context, q *dbq.Queries, version int64) (bil
 		return billing.Catalogue{}, err
 	}
 	for _, p := range prices {
-		catalogue.Prices[billing.PriceKey{Provider: p.Provider, ID: p.PriceID}] = p.PlanID
+		key := billing.PriceKey{Provider: p.Provider, ID: p.PriceID}
+		catalogue.Prices[key] = p.PlanID
+		if p.LastsSeconds.Valid {
+			catalogue.Lasts[key] = time.Duration(p.LastsSeconds.Int64) * time.Second
+		}
 	}
 	if version != 0 {
 		c.current.Store(&versioned{version: version, catalogue: catalogue})
@@ -53,7 +57,7 @@ func load(ctx context.Context, q *dbq.Queries) (billing.Catalogue, error) {
 	if err != nil {
 		return billing.Catalogue{}, err
 	}
-	c := billing.Catalogue{Plans: map[int64]billing.Plan{}, Values: map[int64]map[string]any{}, Prices: map[billing.PriceKey]int64{}}
+	c := billing.Catalogue{Plans: map[int64]billing.Plan{}, Values: map[int64]map[string]any{}, Prices: map[billing.PriceKey]int64{}, Lasts: map[billing.PriceKey]time.Duration{}}
 	for _, r := range rows {
 		if c.Values[r.ID] == nil {
 			c.Plans[r.ID] = billing.Plan{Key: r.Key, Name: r.Name, ID: r.ID, Tier: r.Tier}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -23,6 +24,9 @@ type PlanConfig struct {
 	Entitlements   []EntitlementConfig
 	WebPrices      []string
 	MobileProducts []string
+	// Lasts is how long a one-time purchase of a mobile product entitles for, for the
+	// products whose entry says (`{id: …, lasts: 30d}`).
+	Lasts map[string]time.Duration
 }
 
 // EntitlementConfig is an entitlement's name and value: a boolean or a whole number.
@@ -102,7 +106,7 @@ func ParsePlans(raw []byte) ([]PlanConfig, error) {
 			case "web_prices":
 				decode(value, &p.WebPrices, "web_prices: a list of price ids")
 			case "mobile_products":
-				decode(value, &p.MobileProducts, "mobile_products: a list of product ids")
+				p.MobileProducts, p.Lasts = parseProducts(key, value, fail)
 			case "entitlements":
 				p.Entitlements = parseEntitlements(key, value, fail)
 			default:
@@ -126,6 +130,59 @@ func ParsePlans(raw []byte) ([]PlanConfig, error) {
 		errs = append(errs, fmt.Errorf("more than one plan is marked default: %s", strings.Join(defaults, ", ")))
 	}
 	return plans, errors.Join(errs...)
+}
+
+// productKeys are the keys of a mobile product written as a mapping.
+var productKeys = []string{"id", "lasts"}
+
+// parseProducts reads a plan's mobile_products: each a product id, or {id, lasts} for a
+// one-time purchase that entitles for lasts from when it was bought.
+func parseProducts(plan string, list *yaml.Node, fail func(*yaml.Node, string, ...any)) ([]string, map[string]time.Duration) {
+	const want = "mobile_products: a list of product ids, or {id: …, lasts: 30d}"
+	if list.Kind != yaml.SequenceNode {
+		fail(list, "plan %q: want %s", plan, want)
+		return nil, nil
+	}
+	var ids []string
+	var lasts map[string]time.Duration
+	for _, item := range list.Content {
+		switch item.Kind {
+		case yaml.ScalarNode:
+			ids = append(ids, item.Value)
+			continue
+		case yaml.MappingNode:
+		default:
+			fail(item, "plan %q: want %s", plan, want)
+			continue
+		}
+		var id string
+		var d time.Duration
+		forEachKey(item, func(field, value *yaml.Node) {
+			var err error
+			switch field.Value {
+			case "id":
+				id = value.Value
+			case "lasts":
+				if d, err = billing.ParseDuration(value.Value); err != nil {
+					fail(value, "plan %q: lasts %q: %v", plan, value.Value, err)
+				}
+			default:
+				fail(field, "plan %q: unknown product key %q (want one of %s)", plan, field.Value, strings.Join(productKeys, ", "))
+			}
+		})
+		if strings.TrimSpace(id) == "" {
+			fail(item, "plan %q: a mobile product has no id", plan)
+			continue
+		}
+		ids = append(ids, id)
+		if d > 0 {
+			if lasts == nil {
+				lasts = map[string]time.Duration{}
+			}
+			lasts[id] = d
+		}
+	}
+	return ids, lasts
 }
 
 // parseEntitlements reads a plan's list of {name, value}.

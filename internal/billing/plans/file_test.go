@@ -3,6 +3,7 @@ package plans
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParsePlansRejectsBadFiles(t *testing.T) {
@@ -61,6 +62,18 @@ plans:
 		{"duplicate entitlement", `
 plans:
   a: {entitlements: [{name: x, value: 1}, {name: x, value: 2}]}`, `entitlement "x" is listed twice`},
+		{"a product's lasts unreadable", `
+plans:
+  a: {mobile_products: [{id: pass, lasts: a month}]}`, `line 3: plan "a": lasts "a month": want a duration`},
+		{"a product without an id", `
+plans:
+  a: {mobile_products: [{lasts: 30d}]}`, `plan "a": a mobile product has no id`},
+		{"an unknown product key", `
+plans:
+  a: {mobile_products: [{id: pass, last: 30d}]}`, `unknown product key "last"`},
+		{"a product listed as a list", `
+plans:
+  a: {mobile_products: [[pass]]}`, `want mobile_products: a list of product ids, or {id: …, lasts: 30d}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,5 +82,26 @@ plans:
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A mobile product is an id, or {id, lasts} for a one-time purchase that entitles for a
+// while from when it was bought.
+func TestParsePlansProductLasts(t *testing.T) {
+	list, err := ParsePlans([]byte(`
+plans:
+  pro:
+    mobile_products:
+      - com.example.pro.monthly
+      - {id: com.example.pro.pass, lasts: 30d}
+      - {id: com.example.pro.lifetime}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := list[0]
+	if strings.Join(p.MobileProducts, ",") != "com.example.pro.monthly,com.example.pro.pass,com.example.pro.lifetime" ||
+		len(p.Lasts) != 1 || p.Lasts["com.example.pro.pass"] != 30*24*time.Hour {
+		t.Fatalf("products %v, lasts %v", p.MobileProducts, p.Lasts)
 	}
 }

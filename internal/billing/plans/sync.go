@@ -114,10 +114,12 @@ func (s *syncing) plans(ctx context.Context, plans []PlanConfig) error {
 	return nil
 }
 
-// mapping is a price's plan, and its place in that plan's list (checkout takes the first).
+// mapping is a price's plan, its place in that plan's list (checkout takes the first),
+// and for a mobile product how long a one-time purchase of it lasts (0: the file says not).
 type mapping struct {
 	planID   int64
 	position int32
+	lasts    time.Duration
 }
 
 // prices maps each provider's prices (and products) to the plans that list them.
@@ -128,15 +130,15 @@ func (s *syncing) prices(ctx context.Context, plans []PlanConfig) error {
 	}
 	current := map[[2]string]mapping{}
 	for _, pp := range prices {
-		current[[2]string{pp.Provider, pp.PriceID}] = mapping{pp.PlanID, pp.Position}
+		current[[2]string{pp.Provider, pp.PriceID}] = mapping{pp.PlanID, pp.Position, time.Duration(pp.LastsSeconds.Int64) * time.Second}
 	}
 	want := map[[2]string]mapping{}
 	for _, p := range plans {
 		for i, id := range p.WebPrices {
-			want[[2]string{billing.ProviderWeb, id}] = mapping{s.planIDs[p.Key], int32(i)}
+			want[[2]string{billing.ProviderWeb, id}] = mapping{s.planIDs[p.Key], int32(i), 0}
 		}
 		for i, id := range p.MobileProducts {
-			want[[2]string{billing.ProviderMobile, id}] = mapping{s.planIDs[p.Key], int32(i)}
+			want[[2]string{billing.ProviderMobile, id}] = mapping{s.planIDs[p.Key], int32(i), p.Lasts[id].Truncate(time.Second)}
 		}
 	}
 	for _, key := range sortedKeys(want) {
@@ -145,13 +147,18 @@ func (s *syncing) prices(ctx context.Context, plans []PlanConfig) error {
 		if ok && old == w {
 			continue
 		}
-		if err := s.q.UpsertPlanPrice(ctx, dbq.UpsertPlanPriceParams{Provider: key[0], PriceID: key[1], PlanID: w.planID, Position: w.position, Now: s.now}); err != nil {
+		lasts := sql.NullInt64{Int64: int64(w.lasts / time.Second), Valid: w.lasts > 0}
+		if err := s.q.UpsertPlanPrice(ctx, dbq.UpsertPlanPriceParams{Provider: key[0], PriceID: key[1], PlanID: w.planID, Position: w.position, LastsSeconds: lasts, Now: s.now}); err != nil {
 			return err
 		}
-		if ok && old.planID == w.planID {
-			s.changed("%s price %s: moved to place %d of plan %s", key[0], key[1], w.position+1, keyOf(s.planIDs, w.planID))
-		} else {
+		switch {
+		case !ok || old.planID != w.planID:
 			s.changed("%s price %s: mapped to plan %s", key[0], key[1], keyOf(s.planIDs, w.planID))
+		case old.position != w.position:
+			s.changed("%s price %s: moved to place %d of plan %s", key[0], key[1], w.position+1, keyOf(s.planIDs, w.planID))
+		}
+		if (ok && old.lasts != w.lasts) || (!ok && w.lasts > 0) {
+			s.changed("%s price %s: lasts %s", key[0], key[1], lastsText(w.lasts))
 		}
 	}
 	for _, key := range sortedKeys(current) {
@@ -218,4 +225,12 @@ func keyOf(ids map[string]int64, id int64) string {
 		}
 	}
 	return strconv.FormatInt(id, 10)
+}
+
+// lastsText writes a product's lasts as the plans file does, or says it has none.
+func lastsText(d time.Duration) string {
+	if d <= 0 {
+		return "none (a one-time purchase is for good)"
+	}
+	return billing.FormatDuration(d)
 }

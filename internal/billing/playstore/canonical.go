@@ -19,6 +19,10 @@ type state struct {
 	Amount    int64      `json:"amount,omitempty"`
 	Currency  string     `json:"currency,omitempty"`
 	User      string     `json:"user"`
+	// OneTime: a one-time product's purchase, which entitles from Purchased for its
+	// product's lasts (the plans file) when it has one, else for good.
+	OneTime   bool       `json:"one_time,omitempty"`
+	Purchased *time.Time `json:"purchased,omitempty"`
 }
 
 // revoked is the event type a revocation or a voided purchase is stored under.
@@ -184,14 +188,21 @@ func recurringPrice(item *androidpublisher.SubscriptionPurchaseLineItem) (int64,
 	return amount, strings.ToLower(m.CurrencyCode)
 }
 
-// fromProduct maps a one-time product's purchase, read at at: purchased is for good,
-// cancelled is refunded, pending entitles to nothing yet.
+// fromProduct maps a one-time product's purchase, read at at: purchased entitles for its
+// product's lasts, or for good without one; consumed (a consumable used up) entitles
+// nothing; cancelled is refunded; pending entitles to nothing yet.
 func fromProduct(p *androidpublisher.ProductPurchase, sku string, at time.Time) state {
 	s := state{ProductID: sku, User: p.ObfuscatedExternalAccountId}
-	switch p.PurchaseState {
-	case 0:
-		s.Status = billing.StatusActive // no period end: it is for good
-	case 1:
+	switch {
+	case p.PurchaseState == 0 && p.ConsumptionState == 1:
+		s.Status, s.PeriodEnd = billing.StatusExpired, &at
+	case p.PurchaseState == 0:
+		purchased := at
+		if p.PurchaseTimeMillis > 0 {
+			purchased = time.UnixMilli(p.PurchaseTimeMillis).UTC()
+		}
+		s.Status, s.OneTime, s.Purchased = billing.StatusActive, true, &purchased // no period end unless it lasts a while
+	case p.PurchaseState == 1:
 		s.Status, s.PeriodEnd = billing.StatusRefunded, &at
 	default:
 		s.Status, s.PeriodEnd = billing.StatusPastDue, &at
@@ -209,9 +220,13 @@ func (a *Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
 			return billing.Facts{}, err
 		}
 	}
-	return billing.Facts{
+	f := billing.Facts{
 		UserID: s.User, KeepsUser: true, Unresolved: billing.NewUnresolved("unresolved play customer", "obfuscated_account_id", s.User),
 		Status: s.Status, PeriodEnd: s.PeriodEnd, Products: []string{s.ProductID}, PriceList: billing.ProviderMobile,
 		Amount: s.Amount, Currency: s.Currency,
-	}, nil
+	}
+	if s.OneTime && s.Purchased != nil {
+		f.Lasts, f.Purchased = billing.LastsOrForGood, *s.Purchased
+	}
+	return f, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,7 +85,9 @@ func TestAppStoreStatesReachTheAnswer(t *testing.T) {
 			{"GRACE_PERIOD_EXPIRED", "", nil, "false expired free " + stamp(fixtureNow.Add(-time.Minute))},
 			{"REFUND", "", nil, "false refunded free " + stamp(fixtureNow.Add(-time.Minute))},
 			{"REVOKE", "", nil, "false refunded free " + stamp(fixtureNow.Add(-time.Minute))},
-			{"ONE_TIME_CHARGE", "", func(n *appstoretest.Notification) { n.Transaction.Expires = time.Time{} }, "true active pro none"},
+			{"ONE_TIME_CHARGE", "", func(n *appstoretest.Notification) {
+				n.Transaction.Expires, n.Transaction.Type = time.Time{}, "Non-Consumable"
+			}, "true active pro none"},
 		} {
 			name := tc.typ + "/" + tc.subtype
 			user := fmt.Sprintf("00000000-0000-4000-8000-%012d", 700+i)
@@ -232,4 +235,37 @@ func TestAppStoreForgeriesStoreNothing(t *testing.T) {
 	if got := h.countEvents(); got != 0 {
 		t.Fatalf("%d events stored from forgeries", got)
 	}
+}
+
+// A one-time purchase entitles as its type says: a Non-Consumable for good; a
+// Non-Renewing Subscription from its purchase for its product's lasts, and without one
+// nothing (unresolved: no duration); a Consumable nothing (ignored).
+func TestAppStoreOneTimePurchasesByType(t *testing.T) {
+	purchased := fixtureNow.Add(-time.Hour)
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		chain := newChain(t)
+		h := newHarness(t, d, withAppStore(t, chain))
+		for i, tc := range []struct {
+			typ, product, outcome, want string
+		}{
+			{"Non-Consumable", "pro_subscription", billing.OutcomeApplied, "true active pro none"},
+			{"Non-Renewing Subscription", "pro_pass", billing.OutcomeApplied, "true active pro " + stamp(purchased.Add(30*24*time.Hour))},
+			{"Non-Renewing Subscription", "pro_nonrenewing_undated", billing.OutcomeUnresolved, "false none free none"},
+			{"Consumable", "pro_subscription", billing.OutcomeIgnored, "false none free none"},
+		} {
+			user := fmt.Sprintf("00000000-0000-4000-8000-%012d", 760+i)
+			n := appStoreNotification(fmt.Sprintf("as-once-%d", i), "ONE_TIME_CHARGE", "", fmt.Sprintf("3100%d", i), user, fixtureNow, time.Time{})
+			n.Transaction.Type, n.Transaction.ProductID, n.Transaction.Purchased = tc.typ, tc.product, purchased
+			rec := h.sendAppStore(chain, n)
+			if rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != tc.outcome {
+				t.Fatalf("%s %s: %d %q, want %s", tc.typ, tc.product, rec.Code, rec.Header().Get(HeaderOutcome), tc.outcome)
+			}
+			if tc.outcome == billing.OutcomeUnresolved && !strings.Contains(rec.Header().Get(HeaderReason), "no duration") {
+				t.Errorf("%s without lasts: reason %q", tc.typ, rec.Header().Get(HeaderReason))
+			}
+			if got := h.answer(t, user); got != tc.want {
+				t.Errorf("%s %s: %s, want %s", tc.typ, tc.product, got, tc.want)
+			}
+		}
+	})
 }

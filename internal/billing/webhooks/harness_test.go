@@ -53,7 +53,7 @@ plans:
       - {name: projects, value: 10}
       - {name: exports, value: true}
     web_prices: [price_1TESTmonthlyPro000001, price_old_shape]
-    mobile_products: [com.example.app.pro.monthly, pro_subscription]
+    mobile_products: [com.example.app.pro.monthly, pro_subscription, {id: pro_pass, lasts: 30d}, pro_nonrenewing_undated]
 `
 
 // options are what a harness wires differently, as the configuration would.

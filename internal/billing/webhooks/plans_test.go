@@ -29,7 +29,7 @@ plans:
     entitlements:
       - {name: projects, value: 20}
     web_prices: [price_1TESTmonthlyPro000001]
-    mobile_products: [com.example.app.pro.monthly, pro_subscription]
+    mobile_products: [com.example.app.pro.monthly, pro_subscription, {id: pro_pass, lasts: 7d}]
   team:
     name: Team
     default: true
@@ -45,7 +45,8 @@ plans:
 			t.Fatal(err)
 		}
 		got := strings.Join(changes, "\n")
-		for _, want := range []string{"plan pro: updated", "plan pro: entitlements set", "plan team: created", "plan free: archived", "web price price_old_shape: mapped to plan team"} {
+		for _, want := range []string{"plan pro: updated", "plan pro: entitlements set", "plan team: created", "plan free: archived", "web price price_old_shape: mapped to plan team",
+			"mobile price pro_pass: lasts 7d", "mobile price pro_nonrenewing_undated: unmapped"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("changes lack %q:\n%s", want, got)
 			}

@@ -363,3 +363,34 @@ func TestPlayReplacesOnlyTheSameUsersPurchase(t *testing.T) {
 		}
 	})
 }
+
+// A Play one-time product entitles from its purchase for its product's lasts when the
+// plans file gives one (else for good, as TestPlayOneTimeProducts shows); a consumed
+// purchase entitles nothing.
+func TestPlayOneTimeProductLastsAndConsumption(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		g := playstoretest.Start(t)
+		h := newHarness(t, d, withPlayStore(t, g))
+		purchased := fixtureNow.Add(-2 * time.Hour)
+		for i, tc := range []struct {
+			consumed int64
+			want     string
+		}{
+			{0, "true active pro " + stamp(purchased.Add(30*24*time.Hour))},
+			{1, "false expired free " + stamp(fixtureNow)},
+		} {
+			user := fmt.Sprintf("00000000-0000-4000-8000-%012d", 985+i)
+			token := fmt.Sprintf("tok-pass-%d", i)
+			g.SetProduct(token, &androidpublisher.ProductPurchase{PurchaseState: 0, ConsumptionState: tc.consumed, AcknowledgementState: 1,
+				PurchaseTimeMillis: purchased.UnixMilli(), ObfuscatedExternalAccountId: user})
+			push := playstoretest.Push(fmt.Sprintf("m-pass-%d", i), map[string]any{"packageName": playPackage, "eventTimeMillis": fmt.Sprint(fixtureNow.UnixMilli()),
+				"oneTimeProductNotification": map[string]any{"notificationType": 1, "purchaseToken": token, "sku": "pro_pass"}})
+			if rec := h.sendPlay(g.PushToken(pushClaims(), nil), push); rec.Code != http.StatusOK {
+				t.Fatalf("consumed %d: %d %s", tc.consumed, rec.Code, rec.Body)
+			}
+			if got := h.answer(t, user); got != tc.want {
+				t.Errorf("consumed %d: %s, want %s", tc.consumed, got, tc.want)
+			}
+		}
+	})
+}

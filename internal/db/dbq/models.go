@@ -116,11 +116,12 @@ type PlanEntitlement struct {
 }
 
 type PlanPrice struct {
-	Provider  string
-	PriceID   string
-	PlanID    int64
-	CreatedAt time.Time
-	Position  int32
+	Provider     string
+	PriceID      string
+	PlanID       int64
+	CreatedAt    time.Time
+	Position     int32
+	LastsSeconds sql.NullInt64
 }
 
 type PlansVersion struct {

@@ -158,14 +158,15 @@ func (q *Queries) ListAllPlanEntitlements(ctx context.Context) ([]ListAllPlanEnt
 }
 
 const listPlanPrices = `-- name: ListPlanPrices :many
-select pp.provider, pp.price_id, pp.plan_id, pp.position from plan_prices pp order by pp.provider, pp.price_id
+select pp.provider, pp.price_id, pp.plan_id, pp.position, pp.lasts_seconds from plan_prices pp order by pp.provider, pp.price_id
 `
 
 type ListPlanPricesRow struct {
-	Provider string
-	PriceID  string
-	PlanID   int64
-	Position int32
+	Provider     string
+	PriceID      string
+	PlanID       int64
+	Position     int32
+	LastsSeconds sql.NullInt64
 }
 
 func (q *Queries) ListPlanPrices(ctx context.Context) ([]ListPlanPricesRow, error) {
@@ -182,6 +183,7 @@ func (q *Queries) ListPlanPrices(ctx context.Context) ([]ListPlanPricesRow, erro
 			&i.PriceID,
 			&i.PlanID,
 			&i.Position,
+			&i.LastsSeconds,
 		); err != nil {
 			return nil, err
 		}
@@ -426,16 +428,18 @@ func (q *Queries) UpsertEntitlement(ctx context.Context, arg UpsertEntitlementPa
 }
 
 const upsertPlanPrice = `-- name: UpsertPlanPrice :exec
-insert into plan_prices (provider, price_id, plan_id, position, created_at) values ($1, $2, $3, $4, $5)
-on conflict (provider, price_id) do update set plan_id = excluded.plan_id, position = excluded.position
+insert into plan_prices (provider, price_id, plan_id, position, lasts_seconds, created_at)
+values ($1, $2, $3, $4, $5, $6)
+on conflict (provider, price_id) do update set plan_id = excluded.plan_id, position = excluded.position, lasts_seconds = excluded.lasts_seconds
 `
 
 type UpsertPlanPriceParams struct {
-	Provider string
-	PriceID  string
-	PlanID   int64
-	Position int32
-	Now      time.Time
+	Provider     string
+	PriceID      string
+	PlanID       int64
+	Position     int32
+	LastsSeconds sql.NullInt64
+	Now          time.Time
 }
 
 func (q *Queries) UpsertPlanPrice(ctx context.Context, arg UpsertPlanPriceParams) error {
@@ -444,6 +448,7 @@ func (q *Queries) UpsertPlanPrice(ctx context.Context, arg UpsertPlanPriceParams
 		arg.PriceID,
 		arg.PlanID,
 		arg.Position,
+		arg.LastsSeconds,
 		arg.Now,
 	)
 	return err

@@ -46,11 +46,12 @@ delete from usage_limits where plan_id = sqlc.arg(plan_id);
 insert into usage_limits (plan_id, entitlement_id, limit_value) values (sqlc.arg(plan_id), sqlc.arg(entitlement_id), sqlc.arg(limit_value));
 
 -- name: ListPlanPrices :many
-select pp.provider, pp.price_id, pp.plan_id, pp.position from plan_prices pp order by pp.provider, pp.price_id;
+select pp.provider, pp.price_id, pp.plan_id, pp.position, pp.lasts_seconds from plan_prices pp order by pp.provider, pp.price_id;
 
 -- name: UpsertPlanPrice :exec
-insert into plan_prices (provider, price_id, plan_id, position, created_at) values (sqlc.arg(provider), sqlc.arg(price_id), sqlc.arg(plan_id), sqlc.arg(position), sqlc.arg(now))
-on conflict (provider, price_id) do update set plan_id = excluded.plan_id, position = excluded.position;
+insert into plan_prices (provider, price_id, plan_id, position, lasts_seconds, created_at)
+values (sqlc.arg(provider), sqlc.arg(price_id), sqlc.arg(plan_id), sqlc.arg(position), sqlc.narg(lasts_seconds), sqlc.arg(now))
+on conflict (provider, price_id) do update set plan_id = excluded.plan_id, position = excluded.position, lasts_seconds = excluded.lasts_seconds;
 
 -- name: PlanWebPrices :many
 -- A live plan's web prices in the plans file's order.

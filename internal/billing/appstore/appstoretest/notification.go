@@ -1,6 +1,7 @@
 package appstoretest
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 )
@@ -17,6 +18,8 @@ type Transaction struct {
 	FreeTrial             bool
 	Price                 int64 // milliunits; zero: none
 	Currency              string
+	// Type is Apple's transaction type; empty: "Auto-Renewable Subscription".
+	Type string
 }
 
 // Notification is an App Store Server Notification V2 to sign.
@@ -73,7 +76,7 @@ func (c *Chain) SignedPayload(n Notification) (string, error) {
 func (c *Chain) SignTransaction(t Transaction, signed time.Time, environment string) (string, error) {
 	tx := map[string]any{
 		"originalTransactionId": t.OriginalTransactionID, "transactionId": t.TransactionID, "bundleId": t.BundleID,
-		"productId": t.ProductID, "purchaseDate": signed.UnixMilli(), "type": "Auto-Renewable Subscription",
+		"productId": t.ProductID, "purchaseDate": signed.UnixMilli(), "type": cmp.Or(t.Type, "Auto-Renewable Subscription"),
 		"inAppOwnershipType": "PURCHASED", "environment": environment, "signedDate": signed.UnixMilli(),
 	}
 	if t.AppAccountToken != "" {
