@@ -75,6 +75,27 @@ func TestAppStoreIsConfigured(t *testing.T) {
 	if _, err := server(map[string]string{"APPSTORE_BUNDLE_ID": "com.example.app", "APPSTORE_ROOT_CERTS": roots + ".missing"}); err == nil || !strings.Contains(err.Error(), "APPSTORE_ROOT_CERTS") {
 		t.Fatalf("an unreadable root file: %v, want an error naming APPSTORE_ROOT_CERTS", err)
 	}
+	// An empty root file stops the start, rather than leave Apple's real root in its place.
+	empty := filepath.Join(t.TempDir(), "empty.pem")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server(map[string]string{"APPSTORE_BUNDLE_ID": "com.example.app", "APPSTORE_ROOT_CERTS": empty}); err == nil || !strings.Contains(err.Error(), "APPSTORE_ROOT_CERTS") || !strings.Contains(err.Error(), "empty") {
+		t.Fatalf("an empty root file: %v, want an error naming APPSTORE_ROOT_CERTS", err)
+	}
+	// The root as DER, as Apple ships it: Apple's own test root verifies Apple's own signed
+	// test notification (from Apple's server library).
+	der, err := server(map[string]string{"APPSTORE_BUNDLE_ID": "com.example", "APPSTORE_ROOT_CERTS": "../billing/appstore/testdata/apple/testCA.der", "APPSTORE_ENVIRONMENTS": "Sandbox"})
+	if err != nil {
+		t.Fatalf("a DER root file: %v", err)
+	}
+	apple, err := os.ReadFile("../billing/appstore/testdata/apple/testNotification")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := post(der, `{"signedPayload":"`+strings.TrimSpace(string(apple))+`"}`); code != http.StatusOK {
+		t.Fatalf("Apple's test notification under its DER test root: %d", code)
+	}
 	play := map[string]string{"PLAY_PACKAGE_NAME": "com.example.app", "PLAY_PUSH_AUDIENCE": "a", "PLAY_PUSH_SERVICE_ACCOUNT": "s",
 		"PLAY_SERVICE_ACCOUNT_JSON": roots + ".missing"}
 	if _, err := server(play); err == nil || !strings.Contains(err.Error(), "PLAY_SERVICE_ACCOUNT_JSON") {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -87,6 +88,9 @@ func appStoreAdapter(cfg config.Config) (billing.Adapter, error) {
 		roots, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("APPSTORE_ROOT_CERTS: %w", err)
+		}
+		if len(bytes.TrimSpace(roots)) == 0 {
+			return nil, fmt.Errorf("APPSTORE_ROOT_CERTS: %s is empty; want the root certificates (PEM or DER) to verify App Store notifications against", path)
 		}
 		c.RootCerts = roots
 	}

@@ -29,7 +29,8 @@ var errBundle = errors.New("the notification is for another app (bundleId)")
 type Config struct {
 	// BundleID is the app's bundle id: notifications for any other are refused.
 	BundleID string
-	// RootCerts, when set, are the PEM roots that replace Apple's.
+	// RootCerts, when not nil, are the roots (PEM or DER) that replace Apple's; empty ones
+	// are an error, never a fall-back to Apple's.
 	RootCerts []byte
 	// Environments are those whose notifications are applied (Production, Sandbox);
 	// others are answered 200 and recorded nowhere.
@@ -46,7 +47,7 @@ type Adapter struct {
 // New builds the adapter; it fails when the root certificates cannot be read.
 func New(cfg Config) (*Adapter, error) {
 	roots := cfg.RootCerts
-	if len(roots) == 0 {
+	if roots == nil {
 		roots = appleRootG3
 	}
 	v, err := newVerifier(roots)

@@ -53,8 +53,8 @@ func (a *Adapter) Read(ev billing.Event, body []byte) (billing.Reading, error) {
 	switch _, handled := rank[n.NotificationType]; {
 	case n.NotificationType == "TEST":
 		return billing.Reading{Ignore: "app store test notification"}, nil
-	case n.Data == nil:
-		return billing.Reading{Ignore: "app store summary notification ignored"}, nil
+	case n.Data == nil: // a summary, an external purchase token, a consent rescinded: no subscription's change
+		return billing.Reading{Ignore: "app store notification about no subscription ignored"}, nil
 	case !handled:
 		return billing.Reading{Ignore: "webhook event type ignored"}, nil
 	case n.NotificationType == "DID_CHANGE_RENEWAL_PREF" && n.Subtype != "UPGRADE":

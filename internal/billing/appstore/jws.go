@@ -1,6 +1,7 @@
 package appstore
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/sha256"
@@ -43,27 +44,48 @@ type verifier struct {
 	roots *x509.CertPool
 }
 
-// newVerifier pins the roots in pemData, one or more PEM certificates.
-func newVerifier(pemData []byte) (*verifier, error) {
+// newVerifier pins the roots in data: one or more certificates, PEM or DER (Apple ships
+// its roots, and its libraries' test root, as DER).
+func newVerifier(data []byte) (*verifier, error) {
+	certs, err := parseRoots(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(certs) == 0 {
+		return nil, errNoRootsLoaded
+	}
 	roots := x509.NewCertPool()
-	n := 0
-	for rest := pemData; ; {
+	for _, cert := range certs {
+		roots.AddCert(cert)
+	}
+	return &verifier{roots: roots}, nil
+}
+
+// parseRoots reads PEM certificates when data holds any PEM block, else DER ones.
+func parseRoots(data []byte) ([]*x509.Certificate, error) {
+	if !bytes.Contains(data, []byte("-----BEGIN")) {
+		if len(bytes.TrimSpace(data)) == 0 {
+			return nil, nil
+		}
+		certs, err := x509.ParseCertificates(data)
+		if err != nil {
+			return nil, fmt.Errorf("root certificate (neither PEM nor DER): %w", err)
+		}
+		return certs, nil
+	}
+	var certs []*x509.Certificate
+	for rest := data; ; {
 		var block *pem.Block
 		block, rest = pem.Decode(rest)
 		if block == nil {
-			break
+			return certs, nil
 		}
 		cert, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
 			return nil, fmt.Errorf("root certificate: %w", err)
 		}
-		roots.AddCert(cert)
-		n++
+		certs = append(certs, cert)
 	}
-	if n == 0 {
-		return nil, errNoRootsLoaded
-	}
-	return &verifier{roots: roots}, nil
 }
 
 // jwsHeader is the protected header of a signed object.

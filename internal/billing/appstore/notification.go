@@ -31,16 +31,35 @@ type notification struct {
 		BundleID    string `json:"bundleId"`
 		Environment string `json:"environment"`
 	} `json:"summary"`
+	// EXTERNAL_PURCHASE_TOKEN names its app here, and no environment.
+	ExternalPurchaseToken *struct {
+		ExternalPurchaseID string `json:"externalPurchaseId"`
+		BundleID           string `json:"bundleId"`
+	} `json:"externalPurchaseToken"`
+	// RESCIND_CONSENT names its app and environment here.
+	AppData *struct {
+		BundleID    string `json:"bundleId"`
+		Environment string `json:"environment"`
+	} `json:"appData"`
 	SignedDate int64 `json:"signedDate"`
 }
 
-// bundleAndEnvironment are the app and environment the notification is about.
+// bundleAndEnvironment are the app and environment the notification is about, wherever
+// its type puts them, as Apple's libraries read them: an external purchase token is
+// Sandbox when its externalPurchaseId says so (its prefix), else Production.
 func (n notification) bundleAndEnvironment() (string, string) {
 	switch {
 	case n.Data != nil:
 		return n.Data.BundleID, n.Data.Environment
 	case n.Summary != nil:
 		return n.Summary.BundleID, n.Summary.Environment
+	case n.ExternalPurchaseToken != nil:
+		if strings.HasPrefix(n.ExternalPurchaseToken.ExternalPurchaseID, "SANDBOX") {
+			return n.ExternalPurchaseToken.BundleID, "Sandbox"
+		}
+		return n.ExternalPurchaseToken.BundleID, "Production"
+	case n.AppData != nil:
+		return n.AppData.BundleID, n.AppData.Environment
 	}
 	return "", ""
 }

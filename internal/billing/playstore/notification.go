@@ -24,7 +24,7 @@ type push struct {
 // notification is a DeveloperNotification.
 type notification struct {
 	PackageName                string                    `json:"packageName"`
-	EventTimeMillis            string                    `json:"eventTimeMillis"`
+	EventTimeMillis            longValue                 `json:"eventTimeMillis"`
 	SubscriptionNotification   *subscriptionNotification `json:"subscriptionNotification"`
 	OneTimeProductNotification *struct {
 		PurchaseToken string `json:"purchaseToken"`
@@ -34,6 +34,28 @@ type notification struct {
 		PurchaseToken string `json:"purchaseToken"`
 	} `json:"voidedPurchaseNotification"`
 	TestNotification *struct{} `json:"testNotification"`
+}
+
+// longValue is a field Google types long: its examples quote it ("1503349566168"), as
+// JSON carries 64-bit integers in proto3, but a number is the same value. It keeps the
+// digits either way.
+type longValue string
+
+func (v *longValue) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*v = longValue(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*v = longValue(n.String())
+	return nil
 }
 
 // subscriptionNotification is a notification about a subscription purchase.
@@ -48,7 +70,7 @@ const subscriptionRevoked = 12
 
 // eventTime is when Google says the notification's event happened.
 func (n notification) eventTime() (time.Time, bool) {
-	ms, err := strconv.ParseInt(n.EventTimeMillis, 10, 64)
+	ms, err := strconv.ParseInt(string(n.EventTimeMillis), 10, 64)
 	if err != nil || ms <= 0 {
 		return time.Time{}, false
 	}

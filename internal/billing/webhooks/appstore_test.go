@@ -269,3 +269,31 @@ func TestAppStoreOneTimePurchasesByType(t *testing.T) {
 		}
 	})
 }
+
+// EXTERNAL_PURCHASE_TOKEN and RESCIND_CONSENT name their app outside data and summary: they
+// are verified, answered 200, stored as ignored, and change nothing.
+func TestAppStoreExternalPurchaseAndRescindedConsent(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		chain := newChain(t)
+		h := newHarness(t, d, withAppStore(t, chain))
+		for i, payload := range []map[string]any{
+			{"notificationType": "EXTERNAL_PURCHASE_TOKEN", "subtype": "UNREPORTED", "notificationUUID": "as-external-1", "version": "2.0",
+				"signedDate": fixtureNow.UnixMilli(), "externalPurchaseToken": map[string]any{
+					"externalPurchaseId": "b2158121-7af9-49d4-9561-1f588205523e", "tokenCreationDate": fixtureNow.UnixMilli(), "appAppleId": 55555, "bundleId": testBundle}},
+			{"notificationType": "RESCIND_CONSENT", "notificationUUID": "as-rescind-1", "version": "2.0", "signedDate": fixtureNow.UnixMilli(),
+				"appData": map[string]any{"appAppleId": 41234, "bundleId": testBundle, "environment": "Production", "signedAppTransactionInfo": "x"}},
+		} {
+			body, err := chain.SignDecoded(payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := h.post("/billing/webhooks/appstore", body, nil)
+			if rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeIgnored {
+				t.Fatalf("%s: %d %q %s", payload["notificationType"], rec.Code, rec.Header().Get(HeaderOutcome), rec.Body)
+			}
+			if n := h.countEvents(); n != i+1 {
+				t.Fatalf("%s: %d events stored", payload["notificationType"], n)
+			}
+		}
+	})
+}

@@ -394,3 +394,26 @@ func TestPlayOneTimeProductLastsAndConsumption(t *testing.T) {
 		}
 	})
 }
+
+// Google types eventTimeMillis long and quotes it in its examples; as a JSON number it is
+// the same value, and the push is applied.
+func TestPlayNumericEventTime(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		g := playstoretest.Start(t)
+		h := newHarness(t, d, withPlayStore(t, g))
+		user := "00000000-0000-4000-8000-000000000990"
+		g.SetPurchase("tok-numeric", playPurchase("SUBSCRIPTION_STATE_ACTIVE", user, fixtureNow.Add(24*time.Hour), "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
+		for i, typ := range []int{4, 12} { // purchased, then revoked: a revocation is placed at its event time
+			push := playstoretest.Push(fmt.Sprintf("m-numeric-%d", i), map[string]any{"version": "1.0", "packageName": playPackage,
+				"eventTimeMillis":          fixtureNow.Add(time.Duration(i) * time.Minute).UnixMilli(),
+				"subscriptionNotification": map[string]any{"version": "1.0", "notificationType": typ, "purchaseToken": "tok-numeric", "subscriptionId": "com.example.app.pro.monthly"}})
+			h.setNow(fixtureNow.Add(time.Duration(i) * time.Minute))
+			if rec := h.sendPlay(g.PushToken(pushClaims(), nil), push); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeApplied {
+				t.Fatalf("type %d with a numeric eventTimeMillis: %d %q %s", typ, rec.Code, rec.Header().Get(HeaderOutcome), rec.Body)
+			}
+		}
+		if got := h.answer(t, user); got != "false refunded free "+stamp(fixtureNow.Add(time.Minute)) {
+			t.Fatalf("after the revocation: %s", got)
+		}
+	})
+}
