@@ -2,9 +2,27 @@ package api
 
 import (
 	"context"
+	"net/http"
+	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/ratelimit"
 )
+
+// perUserPurchases bounds how often a user may report purchases: each report of a Google
+// Play purchase reads it from Google's API, which limits tollgate's key as a whole.
+var perUserPurchases = ratelimit.Limit{Name: "api/billing-purchases", Requests: 10, Window: time.Minute}
+
+const purchasesPath = "/api/v1/billing/purchases"
+
+// purchasesKey keys perUserPurchases on the verified user of a purchase report.
+func purchasesKey(r *http.Request) (string, bool) {
+	if r.Method != http.MethodPost || r.URL.Path != purchasesPath {
+		return "", false
+	}
+	user, ok := CurrentUser(r.Context())
+	return user.ID, ok
+}
 
 type purchaseInput struct {
 	Body struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -161,4 +162,37 @@ func TestPlayPurchases(t *testing.T) {
 			t.Fatalf("reported again: %d, acknowledged %d times, want once", code, g.Acks("play-tok-1"))
 		}
 	})
+}
+
+// Each report of a Play purchase reads Google's API: a user gets 10 a minute, then 429
+// with Retry-After; another user is not held back.
+func TestPurchaseReportsAreThrottledPerUser(t *testing.T) {
+	g := playstoretest.Start(t)
+	store, err := playstore.New(context.Background(), playstore.Config{
+		PackageName: "com.example.app", PushAudience: "a", PushServiceAccount: "s", PushJWKSURL: g.JWKSURL(),
+		ServiceAccountJSON: g.ServiceAccountJSON(), APIBase: g.URL + "/",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessConfig{plans: checkoutPlans, adapters: []billing.Adapter{store}})
+	owner := h.key.mint(t, validClaims())
+	otherClaims := validClaims()
+	otherClaims["sub"] = "0b4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d"
+	other := h.key.mint(t, otherClaims)
+	report := func(token string) *httptest.ResponseRecorder {
+		return h.post("/api/v1/billing/purchases", token, `{"store":"playstore","purchase_token":"play-tok-none","product_id":"com.example.team"}`)
+	}
+	for i := range 10 {
+		if rec := report(owner); rec.Code != http.StatusUnprocessableEntity {
+			t.Fatalf("report %d: %d %s", i+1, rec.Code, rec.Body)
+		}
+	}
+	rec := report(owner)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("the 11th report in a minute: %d, Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	if rec := report(other); rec.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("another user's first report: %d", rec.Code)
+	}
 }

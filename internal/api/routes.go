@@ -200,13 +200,13 @@ func (a *API) register(api huma.API) {
 	huma.Register(api, huma.Operation{
 		OperationID: "report-purchase",
 		Method:      http.MethodPost,
-		Path:        "/api/v1/billing/purchases",
+		Path:        purchasesPath,
 		Summary:     "Report a purchase made in the app",
 		Description: "Verifies a purchase with its store (App Store: the signed transaction's chain and bundle; Google Play: " +
 			"the purchase read from Google with its token and product), links it " +
 			"to the token's user, applies it in order with the store's notifications, and answers as /api/v1/me. " +
 			"409 when the purchase belongs to another user; 422 when it does not verify, its store is not configured, " +
-			"or its product is on no plan.",
+			"or its product is on no plan; 429 past 10 reports a minute per user.",
 		Tags:     []string{"billing"},
 		Security: forUsers,
 		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity,
@@ -240,6 +240,7 @@ func (a *API) register(api huma.API) {
 // guard puts the /api/* middleware in front of next.
 func (a *API) guard(next http.Handler) http.Handler {
 	next = a.opts.Throttles.By(perUserSync, syncKey, nil)(next) // per verified user: behind Authenticate
+	next = a.opts.Throttles.By(perUserPurchases, purchasesKey, nil)(next)
 	h := Authenticate(a.opts.Verifier, a.opts.Keys, a.opts.Log, a.opts.Users)(next)
 	h = a.opts.Throttles.By(a.opts.PerToken, tokenKey, nil)(h)
 	h = readCredential(h)

@@ -1,6 +1,7 @@
 package playstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,55 +23,102 @@ var (
 )
 
 // pushKeys are Google's keys for the OIDC tokens of Pub/Sub pushes, fetched when first
-// needed and again when a token names a key not held (Google rotates them), at most once
-// every refetchAfter.
+// needed and again when a token names a key not held (Google rotates them). A fetch is
+// attempted at most once every refetchAfter, whether it succeeded or not, so tokens that
+// name keys nobody holds (forgeries) cannot make tollgate fetch for each of them. The
+// fetch runs outside the lock: a token whose key is held verifies at once, whatever a
+// fetch in flight is doing; one whose key is not waits for that fetch.
 type pushKeys struct {
-	url     string
-	client  *http.Client
-	mu      sync.Mutex
-	keys    keyfunc.Keyfunc
-	fetched time.Time
+	url    string
+	client *http.Client
+
+	mu        sync.Mutex
+	keys      keyfunc.Keyfunc // the last set fetched; nil before the first
+	attempted time.Time       // when the last fetch started, whatever became of it
+	inFlight  chan struct{}   // closed when the fetch in flight ends; nil when none
+	failed    error           // the last fetch's failure, until one succeeds
 }
 
-const refetchAfter = 30 * time.Second
+const (
+	refetchAfter = 30 * time.Second
+	fetchTimeout = 10 * time.Second
+)
 
-func (k *pushKeys) keyfunc(token *jwt.Token) (any, error) {
+// keyfunc is the key that verifies token, as of now.
+func (k *pushKeys) keyfunc(token *jwt.Token, now time.Time) (any, error) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.keys != nil {
-		key, err := k.keys.Keyfunc(token)
-		if err == nil || !errors.Is(err, jwkset.ErrKeyNotFound) || time.Since(k.fetched) < refetchAfter {
+	keys := k.keys
+	k.mu.Unlock()
+	if keys != nil {
+		key, err := keys.Keyfunc(token)
+		if err == nil || !errors.Is(err, jwkset.ErrKeyNotFound) {
 			return key, err
 		}
 	}
-	if err := k.fetch(); err != nil {
+	keys, err := k.refresh(now)
+	if err != nil {
 		return nil, err
 	}
-	return k.keys.Keyfunc(token)
+	return keys.Keyfunc(token)
 }
 
-func (k *pushKeys) fetch() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+// refresh gives the keys after a fetch: the one in flight, else one started now when the
+// last attempt is refetchAfter old, else the keys held (or the last failure).
+func (k *pushKeys) refresh(now time.Time) (keyfunc.Keyfunc, error) {
+	k.mu.Lock()
+	wait := k.inFlight
+	if wait == nil && (k.attempted.IsZero() || now.Sub(k.attempted) >= refetchAfter) {
+		k.attempted, k.inFlight = now, make(chan struct{})
+		wait = k.inFlight
+		go k.fetch(wait)
+	}
+	k.mu.Unlock()
+	if wait != nil {
+		<-wait // the fetch ends within fetchTimeout
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.keys == nil {
+		return nil, cmp.Or(k.failed, errNoKeys)
+	}
+	return k.keys, nil
+}
+
+var errNoKeys = errors.New("push token keys: not fetched yet")
+
+// fetch reads the key set and keeps it, or the failure; then it closes done.
+func (k *pushKeys) fetch(done chan struct{}) {
+	keys, err := k.get()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err == nil {
+		k.keys = keys
+	}
+	k.failed, k.inFlight = err, nil
+	close(done)
+}
+
+func (k *pushKeys) get() (keyfunc.Keyfunc, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := k.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("push token keys: %w", err)
+		return nil, fmt.Errorf("push token keys: %w", err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil || resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("push token keys: status %d", resp.StatusCode)
+		return nil, fmt.Errorf("push token keys: status %d", resp.StatusCode)
 	}
 	keys, err := keyfunc.NewJWKSetJSON(raw)
 	if err != nil {
-		return fmt.Errorf("push token keys: %w", err)
+		return nil, fmt.Errorf("push token keys: %w", err)
 	}
-	k.keys, k.fetched = keys, time.Now()
-	return nil
+	return keys, nil
 }
 
 // pushClaims are the claims of a push's OIDC token.
@@ -88,7 +136,8 @@ func (a *Adapter) verifyPush(h http.Header, now time.Time) error {
 		return errNoBearer
 	}
 	var claims pushClaims
-	_, err := jwt.ParseWithClaims(strings.TrimPrefix(header[0], "Bearer "), &claims, a.keys.keyfunc,
+	keyfunc := func(token *jwt.Token) (any, error) { return a.keys.keyfunc(token, now) }
+	_, err := jwt.ParseWithClaims(strings.TrimPrefix(header[0], "Bearer "), &claims, keyfunc,
 		jwt.WithValidMethods([]string{"RS256"}), jwt.WithAudience(a.cfg.PushAudience), jwt.WithExpirationRequired(),
 		jwt.WithTimeFunc(func() time.Time { return now }))
 	if err != nil {

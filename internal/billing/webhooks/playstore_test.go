@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -416,4 +417,77 @@ func TestPlayNumericEventTime(t *testing.T) {
 			t.Fatalf("after the revocation: %s", got)
 		}
 	})
+}
+
+// forgedPush is a push token naming a key Google never had, signed by a stranger.
+func forgedPush(t *testing.T, kid string) string {
+	t.Helper()
+	stranger, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := jwt.NewWithClaims(jwt.SigningMethodRS256, pushClaims())
+	token.Header["kid"] = kid
+	signed, err := token.SignedString(stranger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signed
+}
+
+// Forged pushes naming unknown keys while Google's key endpoint hangs do not hold up a
+// genuine push signed by a key already known; and however many forgeries come, Google's
+// keys are fetched at most once a refetch interval, whether the fetch worked or not.
+func TestPlayForgedPushesDoNotHoldUpGenuineOnes(t *testing.T) {
+	g := playstoretest.Start(t)
+	h := newHarness(t, dbtest.SQLite(t), withPlayStore(t, g))
+	g.SetPurchase("tok-genuine", playPurchase("SUBSCRIPTION_STATE_ACTIVE", "00000000-0000-4000-8000-000000000991", fixtureNow.Add(time.Hour), "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
+	if rec := h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-first", 4, "tok-genuine")); rec.Code != http.StatusOK {
+		t.Fatalf("the first genuine push: %d", rec.Code)
+	}
+	if n := g.KeyRequests(); n != 1 {
+		t.Fatalf("%d key fetches for the first push", n)
+	}
+
+	// A minute on, Google's key endpoint hangs and forgeries naming unknown keys arrive.
+	h.setNow(fixtureNow.Add(time.Minute))
+	g.HoldKeys(true)
+	defer g.HoldKeys(false)
+	var forged sync.WaitGroup
+	for i := range 4 {
+		forged.Add(1)
+		go func() {
+			defer forged.Done()
+			if rec := h.sendPlay(forgedPush(t, fmt.Sprintf("nobody-%d", i)), subscriptionPush(fmt.Sprintf("m-forged-%d", i), 4, "tok-genuine")); rec.Code != http.StatusUnauthorized {
+				t.Errorf("a forged push: %d", rec.Code)
+			}
+		}()
+	}
+	for deadline := time.Now().Add(5 * time.Second); g.KeyRequests() < 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the forgeries did not make tollgate fetch Google's keys")
+		}
+	}
+	start := time.Now()
+	rec := h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-genuine", 4, "tok-genuine"))
+	if took := time.Since(start); rec.Code != http.StatusOK || took > time.Second {
+		t.Fatalf("a genuine push behind the forgeries: %d after %v, want 200 within a second", rec.Code, took)
+	}
+	g.HoldKeys(false)
+	forged.Wait()
+	if n := g.KeyRequests(); n != 2 {
+		t.Fatalf("%d key fetches for four forgeries at once, want one", n)
+	}
+
+	// A failed fetch counts as an attempt too: more forgeries within the interval fetch nothing.
+	h.setNow(fixtureNow.Add(2 * time.Minute))
+	g.SetKeysDown(true)
+	for i := range 5 {
+		if rec := h.sendPlay(forgedPush(t, fmt.Sprintf("again-%d", i)), subscriptionPush(fmt.Sprintf("m-again-%d", i), 4, "tok-genuine")); rec.Code != http.StatusUnauthorized {
+			t.Fatalf("a forged push: %d", rec.Code)
+		}
+	}
+	if n := g.KeyRequests(); n != 3 {
+		t.Fatalf("%d key fetches after five forgeries with the endpoint failing, want one more (3)", n)
+	}
 }

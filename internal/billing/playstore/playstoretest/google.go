@@ -36,6 +36,11 @@ type Google struct {
 	products  map[string]*androidpublisher.ProductPurchase
 	acks      map[string]int
 	down      bool
+	// keysHeld, while not nil, holds every request for the push keys until it is closed;
+	// keyRequests counts those requests.
+	keysHeld    chan struct{}
+	keyRequests int
+	keysDown    bool
 }
 
 // Start serves a stand-in until the test ends.
@@ -117,7 +122,50 @@ func (g *Google) Acks(token string) int {
 	return g.acks[token]
 }
 
-func (g *Google) certs(w http.ResponseWriter, _ *http.Request) {
+// HoldKeys makes the push keys' endpoint hang (true), as an outage that answers nothing
+// does, until released (false) or the request gives up.
+func (g *Google) HoldKeys(hold bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case hold && g.keysHeld == nil:
+		g.keysHeld = make(chan struct{})
+	case !hold && g.keysHeld != nil:
+		close(g.keysHeld)
+		g.keysHeld = nil
+	}
+}
+
+// SetKeysDown makes the push keys' endpoint answer 503 (true) or serve again.
+func (g *Google) SetKeysDown(down bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.keysDown = down
+}
+
+// KeyRequests is how many times the push keys were asked for.
+func (g *Google) KeyRequests() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.keyRequests
+}
+
+func (g *Google) certs(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	g.keyRequests++
+	held, down := g.keysHeld, g.keysDown
+	g.mu.Unlock()
+	if held != nil {
+		select {
+		case <-held:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if down {
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		return
+	}
 	pub := g.pushKey.PublicKey
 	json.NewEncoder(w).Encode(map[string]any{"keys": []map[string]string{{
 		"kty": "RSA", "alg": "RS256", "use": "sig", "kid": "push-key-1",
