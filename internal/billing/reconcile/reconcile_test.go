@@ -272,6 +272,13 @@ func TestReconcileScheduleFromTheRecord(t *testing.T) {
 		if err != nil || !next.Equal(ended.Add(time.Hour)) {
 			t.Fatalf("after a pass that ended at %s, the next is due at %s (%v)", ended, next, err)
 		}
+		// Restarted right after that pass, a process waits for the hour: it starts none.
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		restarted.Run(ctx, time.Hour)
+		cancel()
+		if n := f.passes(t); n != 1 {
+			t.Fatalf("a process restarted right after a pass ran %d more", n-1)
+		}
 		// The last pass that counts ended two hours ago: a pass at once.
 		if _, err := d.Exec("update reconcile_runs set finished_at = $1", time.Now().UTC().Add(-2*time.Hour)); err != nil {
 			t.Fatal(err)
