@@ -27,8 +27,9 @@ func cmdReconcile(fs *flag.FlagSet) command {
 (WEB_API_KEY), any status, and repairs what differs from tollgate's state (drift), as serve
 does every RECONCILE_INTERVAL. A newer stored webhook always wins. It prints the counts; each
 drifted subscription, before → after, is logged and shown by "tollgate reconcile status".
-Only one process reconciles at a time: while another does, this says so and exits 1. An
-interrupted pass resumes where it stopped.`,
+Only one process reconciles at a time: while another does, this says so and exits 1. A
+pass cut short (SIGINT, SIGTERM) is recorded as interrupted and exits 1; the next pass
+resumes where it stopped.`,
 		run: func(ctx context.Context, e env) error {
 			if e.cfg.WebAPIKey == "" {
 				return errors.New("WEB_API_KEY: is required to read the web provider's subscriptions (a secret key, or a restricted key with Subscriptions: Read)")
