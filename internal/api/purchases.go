@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
@@ -14,15 +13,6 @@ import (
 var perUserPurchases = ratelimit.Limit{Name: "api/billing-purchases", Requests: 10, Window: time.Minute}
 
 const purchasesPath = "/api/v1/billing/purchases"
-
-// purchasesKey keys perUserPurchases on the verified user of a purchase report.
-func purchasesKey(r *http.Request) (string, bool) {
-	if r.Method != http.MethodPost || r.URL.Path != purchasesPath {
-		return "", false
-	}
-	user, ok := CurrentUser(r.Context())
-	return user.ID, ok
-}
 
 type purchaseInput struct {
 	Body struct {

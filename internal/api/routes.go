@@ -239,8 +239,9 @@ func (a *API) register(api huma.API) {
 
 // guard puts the /api/* middleware in front of next.
 func (a *API) guard(next http.Handler) http.Handler {
-	next = a.opts.Throttles.By(perUserSync, syncKey, nil)(next) // per verified user: behind Authenticate
-	next = a.opts.Throttles.By(perUserPurchases, purchasesKey, nil)(next)
+	// Per verified user, so behind Authenticate: the calls that read a provider's API.
+	next = a.opts.Throttles.By(perUserSync, userPosting(syncPath), nil)(next)
+	next = a.opts.Throttles.By(perUserPurchases, userPosting(purchasesPath), nil)(next)
 	h := Authenticate(a.opts.Verifier, a.opts.Keys, a.opts.Log, a.opts.Users)(next)
 	h = a.opts.Throttles.By(a.opts.PerToken, tokenKey, nil)(h)
 	h = readCredential(h)

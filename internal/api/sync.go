@@ -35,12 +35,14 @@ func (a *API) syncPurchase(ctx context.Context, in *syncInput) (*meOutput, error
 	return a.me(ctx, nil)
 }
 
-// syncKey keys the per-user throttle of the sync call on the verified user; every other
-// request passes it uncounted.
-func syncKey(r *http.Request) (string, bool) {
-	if r.Method != http.MethodPost || r.URL.Path != syncPath {
-		return "", false
+// userPosting keys a per-user throttle of the POST to path on the verified user; every
+// other request passes it uncounted.
+func userPosting(path string) func(r *http.Request) (string, bool) {
+	return func(r *http.Request) (string, bool) {
+		if r.Method != http.MethodPost || r.URL.Path != path {
+			return "", false
+		}
+		user, ok := CurrentUser(r.Context())
+		return user.ID, ok
 	}
-	user, ok := CurrentUser(r.Context())
-	return user.ID, ok
 }
