@@ -79,9 +79,11 @@ func TestRecordingNeverWaitsForTheDatabase(t *testing.T) {
 	for i := range 1000 {
 		r.Saw(fmt.Sprintf("session-%d", i%3), user, fmt.Sprintf("u%d@example.test", i))
 	}
-	if took := time.Since(start); took > 100*time.Millisecond {
+	took := time.Since(start)
+	if took > 100*time.Millisecond {
 		t.Fatalf("1000 requests noting users took %v with the database stuck", took)
 	}
+	t.Logf("1000 requests noted their users in %v with the database stuck", took)
 	flush(t, r) // the write gives up within DB_TIMEOUT
 	proxy.Resume()
 	r.Saw("session-1", user, "after@example.test")
