@@ -27,6 +27,12 @@ func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 				// Opening would create an empty file, wherever the command happens to run.
 				return nil, fmt.Errorf("%w (%s): run tollgate migrate; no such file yet (or set DATABASE_URL)", db.ErrNotMigrated, where)
 			}
+			if e.devEnvLooked != "" && e.getenv("DATABASE_URL") == "" {
+				// Outside the repository the default file would land wherever the command
+				// runs (cmd/tollgate, say), apart from the database serve uses.
+				return nil, fmt.Errorf("no database at %s and no %s here (%s): run tollgate from the repository root, "+
+					"or set DATABASE_URL=sqlite:%s to create one here", path, DevEnvFile, e.devEnvLooked, db.SQLitePath(e.cfg.DatabaseURL))
+			}
 			e.log.Info("creating the database", "path", path)
 		}
 	} else {

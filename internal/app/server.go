@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -150,7 +151,7 @@ func Open(ctx context.Context, getenv func(string) string, logs io.Writer) (*Ser
 func start(ctx context.Context, e env) (*Server, error) {
 	warnings, err := e.cfg.ServeProblems()
 	if err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
+		return nil, fmt.Errorf("configuration: %w%s", err, devEnvMissing(e))
 	}
 	d, err := openDB(ctx, e, e.cfg.AutoMigrate)
 	if err != nil {
@@ -211,7 +212,11 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 // when LISTEN_FDS says there is one, as systemd's socket activation and tests pass it.
 func (s *Server) listen() (net.Listener, error) {
 	if !s.cfg.ListenFD {
-		return net.Listen("tcp", s.cfg.Addr)
+		listener, err := net.Listen("tcp", s.cfg.Addr)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("ADDR %s: the port is in use by another program: stop it, or choose another port with PORT (or ADDR)", s.cfg.Addr)
+		}
+		return listener, err
 	}
 	f := os.NewFile(3, "LISTEN_FDS socket")
 	defer f.Close() // FileListener holds a duplicate

@@ -173,7 +173,10 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.PublicURL = strings.TrimRight(get("PUBLIC_URL", "http://localhost:"+port), "/")
 	c.DatabaseURL = get("DATABASE_URL", "sqlite:tollgate.db")
-	if !strings.HasPrefix(c.DatabaseURL, "sqlite:") && !strings.HasPrefix(c.DatabaseURL, "postgres://") &&
+	if path, ok := strings.CutPrefix(c.DatabaseURL, "sqlite://"); ok {
+		// sqlite://tollgate.db would be read as a file named "//tollgate.db" at the root.
+		fail("DATABASE_URL", "want sqlite:PATH, without slashes after the colon (sqlite:%s for a file here)", path)
+	} else if !strings.HasPrefix(c.DatabaseURL, "sqlite:") && !strings.HasPrefix(c.DatabaseURL, "postgres://") &&
 		!strings.HasPrefix(c.DatabaseURL, "postgresql://") {
 		// The value may hold a password: name the variable, not the value.
 		fail("DATABASE_URL", "want sqlite:PATH or a postgres:// URL")

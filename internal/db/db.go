@@ -99,6 +99,10 @@ func Open(ctx context.Context, databaseURL string, lockWait time.Duration) (*DB,
 	defer cancel()
 	if err := d.PingContext(pingCtx); err != nil {
 		d.Close()
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "3D000" { // invalid_catalog_name
+			return nil, missingDatabase(databaseURL)
+		}
 		return nil, fmt.Errorf("database %s unreachable: %w", d.Engine, err)
 	}
 	return d, nil
@@ -218,6 +222,27 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// missingDatabase says that the server answers but the database does not exist, and how
+// to create it (never the password).
+func missingDatabase(databaseURL string) error {
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		return errors.New("database postgres: the database DATABASE_URL names does not exist: create it with createdb")
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	args := []string{"createdb"}
+	if host := u.Hostname(); host != "" {
+		args = append(args, "-h", host)
+	}
+	if port := u.Port(); port != "" {
+		args = append(args, "-p", port)
+	}
+	if user := u.User.Username(); user != "" {
+		args = append(args, "-U", user)
+	}
+	return fmt.Errorf("database postgres: the server at %s answers, but has no database %q: create it with %s %s", u.Host, name, strings.Join(args, " "), name)
 }
 
 // Describe names a DATABASE_URL for logs: the engine and the file, or the host, port and

@@ -54,18 +54,18 @@ func (w *Web) refuse(rw http.ResponseWriter, r *http.Request, action, name strin
 	w.render(rw, r, status, name, p)
 }
 
-// logFailure records why a step failed: for the identity service, its code and status,
-// never the form values.
+// logFailure records why a step failed, and on which path: for the identity service, its
+// code and status, never the form values.
 func (w *Web) logFailure(r *http.Request, action string, err error) {
 	if e, ok := identity.AsError(err); ok {
-		w.opts.Log.InfoContext(r.Context(), "identity service refused", "action", action, "status", e.Status, "error_code", e.Code)
+		w.opts.Log.InfoContext(r.Context(), "identity service refused", "action", action, "path", r.URL.Path, "status", e.Status, "error_code", e.Code)
 		return
 	}
 	if errors.Is(err, identity.ErrUnavailable) {
-		w.opts.Log.WarnContext(r.Context(), "identity service unavailable", "action", action, "error", err.Error())
+		w.opts.Log.WarnContext(r.Context(), "identity service unavailable", "action", action, "path", r.URL.Path, "error", err.Error())
 		return
 	}
-	w.opts.Log.DebugContext(r.Context(), "form failed", "action", action, "error", err.Error())
+	w.opts.Log.DebugContext(r.Context(), "form failed", "action", action, "path", r.URL.Path, "error", err.Error())
 }
 
 // sessionFailed answers a request whose session could not be loaded or saved: the database

@@ -37,10 +37,10 @@ func (w *Web) Handler() http.Handler {
 	mux.Handle("GET /static/", w.staticFiles())
 	mux.HandleFunc("/", w.notFound)
 
-	var h http.Handler = recordRoute(mux)
+	var h http.Handler = mux
 	h = postsOnly(w.opts.Throttles.By(w.opts.PerEmail, emailKey, w.tooManyRequests))(h)
 	h = postsOnly(w.opts.Throttles.By(w.opts.PerIP, w.opts.Throttles.IPKey, w.tooManyRequests))(h)
-	return w.Wrap(h)
+	return w.Wrap(recordRoute(mux, h))
 }
 
 // Wrap puts h behind what every page of the forms' site has: the security headers
