@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/billing/playstore"
+	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
 	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/billing/webhooks"
@@ -102,12 +103,18 @@ func appStoreAdapter(cfg config.Config) (billing.Adapter, error) {
 }
 
 // playStoreAdapter is Google Play's adapter, with the service account key of
-// PLAY_SERVICE_ACCOUNT_JSON.
+// PLAY_SERVICE_ACCOUNT_JSON, or one for the development stand-in.
 func playStoreAdapter(cfg config.Config) (billing.Adapter, error) {
 	play := cfg.PlayStore
-	key, err := os.ReadFile(play.ServiceAccountJSON)
+	var key []byte
+	var err error
+	if play.Dev {
+		key, err = playdev.ServiceAccountJSON(play.APIBase) // the stand-in grants any
+	} else if key, err = os.ReadFile(play.ServiceAccountJSON); err != nil {
+		err = fmt.Errorf("PLAY_SERVICE_ACCOUNT_JSON: %w", err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("PLAY_SERVICE_ACCOUNT_JSON: %w", err)
+		return nil, err
 	}
 	return playstore.New(context.Background(), playstore.Config{
 		PackageName: play.PackageName, PushAudience: play.PushAudience, PushServiceAccount: play.PushServiceAccount,

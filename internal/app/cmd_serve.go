@@ -9,7 +9,9 @@ import (
 	"net"
 	"strings"
 
+	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/plans"
+	"github.com/tollgate/tollgate/internal/config"
 )
 
 func cmdServe(*flag.FlagSet) command {
@@ -78,4 +80,32 @@ func onOff(on bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// providersOn names the providers the server hears, comma-separated, Google Play's
+// development stand-in said as such.
+func (s *Server) providersOn() string {
+	var on []string
+	for _, p := range providers() {
+		if !p.on(s.cfg) {
+			continue
+		}
+		name := p.name
+		if p.name == billing.ProviderPlayStore && s.cfg.PlayStore.Dev {
+			name += " (development stand-in)"
+		}
+		if p.name == billing.ProviderWeb && s.cfg.WebIngestion == config.IngestSyncEngine {
+			name += " (sync_engine)"
+		}
+		on = append(on, name)
+	}
+	return strings.Join(on, ",")
+}
+
+// reconcileSetting says how often the server reconciles, or off.
+func (s *Server) reconcileSetting() string {
+	if s.reconciler == nil {
+		return "off"
+	}
+	return "every " + s.cfg.Reconcile.Interval.String()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/adapty"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/billing/webhooks"
 )
@@ -25,51 +26,44 @@ import (
 func cmdWebhookSend(fs *flag.FlagSet) command {
 	var provider, file, url, header, user string
 	var now bool
-	fs.StringVar(&provider, "provider", "", "web, mobile or appstore (required)")
+	fs.StringVar(&provider, "provider", "", "web, mobile, appstore or playstore (required)")
 	fs.StringVar(&header, "header", "web", "web signature header: web (Web-Signature) or stripe (Stripe-Signature, as Stripe sends it)")
-	fs.StringVar(&file, "file", "", "path of the JSON event to send (required)")
+	fs.StringVar(&file, "file", "", "path of the JSON event to send (required, except for playstore: a new purchase of the plans file's first mobile product)")
 	fs.StringVar(&url, "url", "", "endpoint to POST to (default: PUBLIC_URL/BILLING_MOUNT/webhooks/PROVIDER)")
-	fs.StringVar(&user, "user", "", "send the event for this user id (e.g. from \"tollgate dev token\") instead of the one in the file")
+	fs.StringVar(&user, "user", "", "send the event for this user id (e.g. from \"tollgate dev token\"): the ids in the file become ones of that user's own")
 	fs.BoolVar(&now, "now", false, "move the event's times so that it happens now (its period starts now), under a new event id")
 	return command{
 		help: "Signs (web) or authorises (mobile) a JSON event with the configured secret and POSTs it,\n" +
 			"or signs an App Store notification written decoded with a local test chain (appstore),\n" +
-			"as the providers' \"send test event\" buttons do, then says what became of it: applied (with\n" +
-			"the user's plan and status), duplicate, stale, ignored, unresolved or stored with an error.\n" +
+			"or has the development stand-in for Google report a purchase and pushes its notification\n" +
+			"(playstore), as the providers do, then says what became of it: applied (with the user's\n" +
+			"plan and status), duplicate, stale, ignored, unresolved or stored with an error.\n" +
+			"With --user every provider id in the file (customer, subscription, transaction, purchase\n" +
+			"token, profile) becomes one of that user's own: the same on every send for that user, so\n" +
+			"a later fixture of the lifecycle acts on the subscription the first one started.\n" +
 			"Exits non-zero unless the server answers 2xx.",
-		required: []string{"provider", "file"},
+		required: []string{"provider"},
 		check: func([]string) error {
 			if _, ok := testEvents[provider]; !ok {
-				return fmt.Errorf("--provider: want web, mobile or appstore, got %q", provider)
+				return fmt.Errorf("--provider: want %s, got %q", oneOf(providerNames()), provider)
 			}
 			if _, ok := signatureHeaders[header]; !ok {
 				return fmt.Errorf("--header: want web or stripe, got %q", header)
 			}
+			if file == "" && provider != billing.ProviderPlayStore {
+				return errors.New("--file is required")
+			}
 			return nil
 		},
 		run: func(ctx context.Context, e env) error {
-			signatureHeader := signatureHeaders[header]
-			body, err := os.ReadFile(file)
+			body, err := testEventBody(e, provider, file, user, now)
 			if err != nil {
 				return err
-			}
-			if shape := shapeOf(body); shape != "" && shape != provider {
-				return fmt.Errorf("%s holds a %s event (%s), not a %s one: send it with --provider %s", file, shape, providerBrand[shape], provider, shape)
-			}
-			if user != "" {
-				if body, err = testEvents[provider].forUser(body, user); err != nil {
-					return fmt.Errorf("--user: %w", err)
-				}
-			}
-			if now {
-				if body, err = testEvents[provider].moveToNow(body, time.Now()); err != nil {
-					return fmt.Errorf("--now: %w", err)
-				}
 			}
 			if url == "" {
 				url = e.cfg.PublicURL + "/" + e.cfg.BillingMount + "/webhooks/" + provider
 			}
-			req, err := signedRequest(ctx, e, provider, signatureHeader, url, body)
+			req, err := signedRequest(ctx, e, provider, signatureHeaders[header], url, body)
 			if err != nil {
 				return err
 			}
@@ -81,11 +75,37 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 			fmt.Fprintf(e.stdout, "%s\n%s", resp.Status, answer)
 			if resp.StatusCode/100 != 2 {
-				return fmt.Errorf("the server answered %s", resp.Status)
+				return fmt.Errorf("the server answered %s%s", resp.Status, notHeard(e, provider, resp.StatusCode))
 			}
 			return describeOutcome(ctx, e, resp.Header)
 		},
 	}
+}
+
+// testEventBody is the event to send: the file, or for Google Play without one a new
+// purchase, with --user's and --now's edits.
+func testEventBody(e env, provider, file, user string, now bool) ([]byte, error) {
+	if file == "" {
+		return newPlayPurchase(e, user)
+	}
+	body, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	if shape := shapeOf(body); shape != "" && shape != provider {
+		return nil, fmt.Errorf("%s holds a %s event (%s), not a %s one: send it with --provider %s", file, shape, providerBrand[shape], provider, shape)
+	}
+	if user != "" {
+		if body, err = testEvents[provider].forUser(body, user); err != nil {
+			return nil, fmt.Errorf("--user: %w", err)
+		}
+	}
+	if now {
+		if body, err = testEvents[provider].moveToNow(body, time.Now()); err != nil {
+			return nil, fmt.Errorf("--now: %w", err)
+		}
+	}
+	return body, nil
 }
 
 // signedRequest is the POST of body to url as provider sends it: signed (web, the App
@@ -109,6 +129,13 @@ func signedRequest(ctx context.Context, e env, provider, signatureHeader, url st
 			return nil, err
 		}
 		body = signed
+	case billing.ProviderPlayStore:
+		push, token, err := pushPlay(ctx, e, body)
+		if err != nil {
+			return nil, err
+		}
+		body = push
+		header.Set("Authorization", "Bearer "+token)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -133,7 +160,7 @@ func signAppStore(e env, body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("APPSTORE_TEST_CHAIN: %w", err)
 	}
-	fmt.Fprintf(e.stderr, "signed with the App Store test chain %s: the server verifies it with APPSTORE_ROOT_CERTS=%s\n", path, appstoretest.RootPath(path))
+	fmt.Fprintf(e.stderr, "signed with the App Store test chain %s: the server verifies it with %s\n", path, appStoreSettings(e))
 	var decoded map[string]any
 	if err := json.Unmarshal(body, &decoded); err != nil {
 		return nil, errors.New("the file is not a JSON object")
@@ -150,9 +177,10 @@ var testEvents = map[string]struct {
 	forUser   func(body []byte, userID string) ([]byte, error)
 	moveToNow func(body []byte, now time.Time) ([]byte, error)
 }{
-	billing.ProviderWeb:      {stripe.LooksLike, stripe.ForUser, stripe.MoveToNow},
-	billing.ProviderMobile:   {adapty.LooksLike, adapty.ForUser, adapty.MoveToNow},
-	billing.ProviderAppStore: {appstoretest.LooksLike, appstoretest.ForUser, appstoretest.MoveToNow},
+	billing.ProviderWeb:       {stripe.LooksLike, stripe.ForUser, stripe.MoveToNow},
+	billing.ProviderMobile:    {adapty.LooksLike, adapty.ForUser, adapty.MoveToNow},
+	billing.ProviderAppStore:  {appstoretest.LooksLike, appstoretest.ForUser, appstoretest.MoveToNow},
+	billing.ProviderPlayStore: {playdev.LooksLike, playdev.ForUser, playdev.MoveToNow},
 }
 
 // shapeOf says which provider's event a JSON body looks like, or "" when it cannot tell.
@@ -161,7 +189,7 @@ func shapeOf(body []byte) string {
 	if json.Unmarshal(body, &top) != nil {
 		return ""
 	}
-	for _, provider := range []string{billing.ProviderWeb, billing.ProviderMobile, billing.ProviderAppStore} {
+	for _, provider := range []string{billing.ProviderWeb, billing.ProviderMobile, billing.ProviderAppStore, billing.ProviderPlayStore} {
 		if testEvents[provider].looksLike(top) {
 			return provider
 		}
@@ -169,7 +197,8 @@ func shapeOf(body []byte) string {
 	return ""
 }
 
-var providerBrand = map[string]string{billing.ProviderWeb: "Stripe-shaped", billing.ProviderMobile: "Adapty-shaped", billing.ProviderAppStore: "App Store, written decoded"}
+var providerBrand = map[string]string{billing.ProviderWeb: "Stripe-shaped", billing.ProviderMobile: "Adapty-shaped",
+	billing.ProviderAppStore: "App Store, written decoded", billing.ProviderPlayStore: "Google Play notification and purchase"}
 
 // outcomeMeaning says in words what each webhook outcome means for the sender.
 var outcomeMeaning = map[string]string{

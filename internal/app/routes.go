@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"time"
 
@@ -28,6 +29,9 @@ func (s *Server) Handler() http.Handler {
 	if s.devIdentity != nil {
 		mux.Handle(config.DevIdentityPath+"/", s.devIdentity.Handler())
 	}
+	if s.devPlay != nil {
+		mux.Handle(config.DevPlayPath+"/", loopbackOnly(http.StripPrefix(config.DevPlayPath, s.devPlay.Handler())))
+	}
 	if s.cfg.API {
 		s.api.Routes(mux)
 	}
@@ -48,6 +52,19 @@ func (s *Server) Handler() http.Handler {
 		})
 	}
 	return s.withRequestID(s.withAccessLog(s.withRecover(mux)))
+}
+
+// loopbackOnly serves h to clients on this machine only: a development stand-in must not
+// answer anyone else, even behind a port that was opened wider than ADDR says.
+func loopbackOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			problem.Write(w, http.StatusNotFound, "not-found", "Nothing is served here.")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) metricsHandler() http.Handler {

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate/tollgate/internal/api"
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/plans"
+	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
 	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/billing/reconcile"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
@@ -54,6 +55,8 @@ type Server struct {
 	deliverer *outbound.Deliverer
 	// devIdentity is the development identity service; nil unless config.DevIdentity.
 	devIdentity *devidentity.Service
+	// devPlay is the development stand-in for Google Play; nil unless PlayStore.Dev.
+	devPlay *playdev.Google
 }
 
 // NewServer wires a server over an open, migrated database.
@@ -87,6 +90,11 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 			return nil, err
 		}
 		identityClient = s.devIdentity.Client()
+	}
+	if play := e.cfg.PlayStore; play.Dev {
+		if s.devPlay, err = playdev.New(playdev.Config{Audience: play.PushAudience, ServiceAccount: play.PushServiceAccount}); err != nil {
+			return nil, err
+		}
 	}
 	s.keys = api.NewKeySet(e.cfg.AuthJWKSURL, api.KeySetOptions{Client: identityClient, Log: e.log, Registerer: registry})
 	users := knownusers.New(d, e.log)
@@ -301,8 +309,14 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		s.env.log.Warn("development identity service on "+s.cfg.AuthURL+": anyone who reaches it can sign in as any e-mail; "+
 			"e-mails are printed here, not sent. Set AUTH_URL to use a real identity service", "users_and_keys", "in the database")
 	}
+	if s.devPlay != nil {
+		s.env.log.Warn("Google Play through the development stand-in on " + s.cfg.PublicURL + config.DevPlayPath +
+			": no Google account needed; try it with tollgate webhook send --provider playstore. Set PLAY_PACKAGE_NAME to hear Google")
+	}
 	s.env.log.Info("tollgate is running", "url", localURL(listener.Addr()), "public_url", s.cfg.PublicURL, "env", s.cfg.Env,
-		"database", db.Describe(s.cfg.DatabaseURL), "web_ingestion", s.cfg.WebIngestion, "forms", onOff(s.cfg.Forms), "api", onOff(s.cfg.API))
+		"database", db.Describe(s.cfg.DatabaseURL), "web_ingestion", s.cfg.WebIngestion, "forms", onOff(s.cfg.Forms), "api", onOff(s.cfg.API),
+		"providers", s.providersOn(), "console", onOff(s.console != nil), "reconcile", s.reconcileSetting(),
+		"outbound_webhooks", onOff(s.cfg.OutboundWebhookURL != ""))
 	select {
 	case err := <-errc:
 		return err

@@ -27,6 +27,10 @@ const (
 // DevIdentityPath is where the development identity service is served (see DevIdentity).
 const DevIdentityPath = "/_dev/auth"
 
+// DevPlayPath is where the development stand-in for Google Play is served (see
+// PlayStore.Dev).
+const DevPlayPath = "/_dev/play"
+
 // Web ingestion modes.
 const (
 	IngestWebhook    = "webhook"
@@ -257,6 +261,9 @@ func Load(getenv func(string) string) (Config, error) {
 	c.PlansFile = get("PLANS_FILE", "config/plans.yml")
 	c.AppStore = loadAppStore(get, fail)
 	c.PlayStore = loadPlayStore(get, fail)
+	if c.Env == Development && c.PlayStore.PackageName == "" && isLoopbackAddr(c.Addr) {
+		c.PlayStore = devPlayStore(c.PublicURL, c.BillingMount)
+	}
 	c.WebAPIKey = get("WEB_API_KEY", "")
 	c.WebAPIBase = strings.TrimRight(get("WEB_API_BASE", "https://api.stripe.com"), "/")
 	if u, err := url.Parse(c.WebAPIBase); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

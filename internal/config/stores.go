@@ -45,6 +45,24 @@ type PlayStore struct {
 	// ServiceAccountJSON (PLAY_SERVICE_ACCOUNT_JSON) is the path of the key of the service
 	// account that reads purchases; APIBase (PLAY_API_BASE) the Developer API's base URL.
 	ServiceAccountJSON, APIBase string
+	// Dev: Google Play is heard through tollgate's own stand-in for Google under
+	// /_dev/play, so that it can be tried with no Google account. Only in development, with
+	// PLAY_PACKAGE_NAME unset and a loopback ADDR.
+	Dev bool
+}
+
+// DevPlayPackage and DevPlayPusher are the app and the push service account of the
+// development stand-in for Google Play.
+const (
+	DevPlayPackage = "com.example.app"
+	DevPlayPusher  = "pubsub-push@tollgate-dev.iam.gserviceaccount.com"
+)
+
+// devPlayStore is Google Play through the development stand-in at publicURL.
+func devPlayStore(publicURL, billingMount string) PlayStore {
+	base := publicURL + DevPlayPath
+	return PlayStore{Dev: true, PackageName: DevPlayPackage, PushAudience: publicURL + "/" + billingMount + "/webhooks/playstore",
+		PushServiceAccount: DevPlayPusher, PushJWKSURL: base + "/certs", APIBase: base + "/"}
 }
 
 func loadPlayStore(get func(name, def string) string, fail func(name, format string, args ...any)) PlayStore {

@@ -35,12 +35,15 @@ func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	return json.MarshalIndent(top, "", "  ")
 }
 
-// ForUser makes a mobile event name userID as its customer_user_id.
+// ForUser makes a mobile event about userID's own subscription: it names userID as its
+// customer_user_id, and its profile and transaction ids become ones derived from userID
+// (billing.ForUserID).
 func ForUser(body []byte, userID string) ([]byte, error) {
 	top, err := billing.DecodeEditable(body)
 	if err != nil {
 		return nil, err
 	}
+	billing.RewriteIDs(top, userID, billing.IDKeys("event_id", "profile_id", "profile_event_id", "original_transaction_id", "transaction_id"))
 	top["customer_user_id"] = userID
 	return json.MarshalIndent(top, "", "  ")
 }

@@ -38,9 +38,9 @@ func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	return json.MarshalIndent(top, "", "  ")
 }
 
-// ForUser makes a web event about a subscription name userID: the subscription carries it
-// in metadata.user_id, under a customer of that user's own (so that sending the same file
-// for two users links two customers).
+// ForUser makes a web event about userID's own subscription: every customer, subscription,
+// invoice and event id in it becomes one derived from userID (billing.ForUserID), and a
+// subscription carries userID in metadata.user_id, as a checkout's does.
 func ForUser(body []byte, userID string) ([]byte, error) {
 	top, err := billing.DecodeEditable(body)
 	if err != nil {
@@ -48,18 +48,31 @@ func ForUser(body []byte, userID string) ([]byte, error) {
 	}
 	data, _ := top["data"].(map[string]any)
 	obj, _ := data["object"].(map[string]any)
-	if obj == nil || obj["object"] != "subscription" {
-		return nil, errors.New("only a web event about a subscription (data.object of type subscription) names a user")
+	if obj == nil {
+		return nil, errors.New("a web event needs its data.object")
 	}
-	metadata, _ := obj["metadata"].(map[string]any)
-	if metadata == nil {
-		metadata = map[string]any{}
+	billing.RewriteIDs(top, userID, func(_, value string) bool {
+		for _, prefix := range userScopedPrefixes {
+			if strings.HasPrefix(value, prefix) {
+				return true
+			}
+		}
+		return false
+	})
+	if obj["object"] == "subscription" {
+		metadata, _ := obj["metadata"].(map[string]any)
+		if metadata == nil {
+			metadata = map[string]any{}
+		}
+		metadata["user_id"] = userID
+		obj["metadata"] = metadata
 	}
-	metadata["user_id"] = userID
-	obj["metadata"] = metadata
-	obj["customer"] = "cus_for_" + strings.ReplaceAll(userID, "-", "")
 	return json.MarshalIndent(top, "", "  ")
 }
+
+// userScopedPrefixes begin the web provider's ids that belong to one customer; prices
+// and products are shared by every customer and keep theirs.
+var userScopedPrefixes = []string{"evt_", "cus_", "sub_", "si_", "in_", "il_", "ii_", "pi_", "ch_"}
 
 // isUnixTimeKey names the web provider's fields that hold Unix times.
 func isUnixTimeKey(key string) bool {

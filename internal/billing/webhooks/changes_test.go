@@ -187,7 +187,7 @@ func TestEveryChangeOfABillingAnswerIsRecordedOnce(t *testing.T) {
 		if before, err = h.svc.View(ctx, fixtureUser); err != nil { // a sync is no event
 			t.Fatal(err)
 		}
-		expect("a second mobile subscription after a plans sync", billing.ProviderMobile, edit(t, fixture(t, "mobile/subscription_renewed.json"), func(m map[string]any) {
+		expect("a second mobile subscription after a plans sync", billing.ProviderMobile, edit(t, fixture(t, "mobile/subscription_renewed.android.json"), func(m map[string]any) {
 			m["customer_user_id"] = fixtureUser
 		}), 4)
 		if got := h.outbox()[3].Body.Data.Current.Entitlements["projects"]; got != float64(25) {

@@ -22,7 +22,7 @@ func TestInspectShowsSubscriptionsAndEventsNamingTheUser(t *testing.T) {
 			obj["id"], obj["customer"] = "sub_other", "cus_other"
 			path(obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_nobody_sells"
 		}))
-		h.mustSend(billing.ProviderMobile, fixture(t, "mobile/subscription_renewed.json")) // another user
+		h.mustSend(billing.ProviderMobile, fixture(t, "mobile/subscription_renewed.android.json")) // another user
 
 		r, err := h.svc.Inspect(context.Background(), fixtureUser)
 		if err != nil {

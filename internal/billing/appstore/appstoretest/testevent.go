@@ -20,7 +20,9 @@ func LooksLike(top map[string]json.RawMessage) bool {
 	return len(top["notificationType"]) > 0 && len(top["notificationUUID"]) > 0
 }
 
-// ForUser makes the notification's transaction name userID as its appAccountToken.
+// ForUser makes the notification about userID's own subscription: its transaction names
+// userID as its appAccountToken, and its notification and transaction ids become ones
+// derived from userID (billing.ForUserID).
 func ForUser(body []byte, userID string) ([]byte, error) {
 	top, err := billing.DecodeEditable(body)
 	if err != nil {
@@ -31,6 +33,7 @@ func ForUser(body []byte, userID string) ([]byte, error) {
 	if tx == nil {
 		return nil, errors.New("only a notification with a transaction (data.signedTransactionInfo) names a user")
 	}
+	billing.RewriteIDs(top, userID, billing.IDKeys("notificationUUID", "originalTransactionId", "transactionId", "webOrderLineItemId"))
 	tx["appAccountToken"] = userID
 	return json.MarshalIndent(top, "", "  ")
 }

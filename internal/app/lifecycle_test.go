@@ -1,0 +1,85 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+)
+
+// Every provider's lifecycle fixtures, sent with "webhook send --now --user" in the order
+// a subscription lives them, move that user's plan as the provider means: a renewal keeps
+// Pro, a cancellation at the period's end keeps it until then, an expiry, a refund or a
+// failed payment without grace ends it, and what tollgate does not act on is ignored. One
+// user's sends never touch another's subscription, though all come from the same files;
+// Google Play goes through the development stand-in, with no network.
+func TestLifecycleFixturesMoveThePlan(t *testing.T) {
+	ctx := context.Background()
+	chain := filepath.Join(t.TempDir(), "chain.pem")
+	env := testEnv(t, map[string]string{"APP_ENV": "development", "APPSTORE_TEST_CHAIN": chain})
+	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
+		t.Fatalf("plans sync: %s", errOut)
+	}
+	// A server that does not hear the App Store: the first send makes the local chain and
+	// names both settings the server needs.
+	stop := startServe(t, env)
+	settings := "APPSTORE_BUNDLE_ID=com.example.app APPSTORE_ROOT_CERTS=" + appstoretest.RootPath(chain)
+	if code, _, errOut := runCmd(ctx, env, "webhook", "send", "--provider", "appstore", "--file", "../billing/testdata/appstore/subscribed.json"); code == 0 ||
+		!strings.Contains(errOut, "404 Not Found; the server hears notifications signed with the local test chain when started with "+settings) {
+		t.Fatalf("an App Store send to a server without it: exit %d %q", code, errOut)
+	}
+	stop()
+	env["APPSTORE_BUNDLE_ID"], env["APPSTORE_ROOT_CERTS"] = "com.example.app", appstoretest.RootPath(chain)
+	startServe(t, env)
+
+	const (
+		pro       = `plan pro, active until `
+		cancelled = `plan pro, cancelled until `
+		expired   = `plan free, expired period ended `
+		refunded  = `plan free, refunded period ended `
+		ignored   = `outcome: ignored`
+	)
+	type step struct{ file, want string }
+	for _, tc := range []struct {
+		provider string
+		lives    [][]step // each a user's subscription, start to end
+	}{
+		{"web", [][]step{
+			{{"customer.subscription.updated", pro}, {"customer.subscription.updated.renewed", pro},
+				{"customer.subscription.updated.cancel_at_period_end", cancelled}, {"customer.subscription.deleted", expired}},
+			{{"customer.subscription.updated", pro}, {"invoice.payment_failed", ignored},
+				{"customer.subscription.updated.past_due", `plan pro, past_due until `}, {"charge.refunded", ignored}},
+		}},
+		{"mobile", [][]step{
+			{{"subscription_started", pro}, {"subscription_renewed", pro}, {"subscription_renewal_cancelled", cancelled}, {"subscription_expired", expired}},
+			{{"subscription_started", pro}, {"billing_issue_detected", ignored}, {"subscription_refunded", refunded}},
+		}},
+		{"appstore", [][]step{
+			{{"subscribed", pro}, {"did_renew", pro}, {"did_change_renewal_status", cancelled}, {"expired", expired}},
+			{{"subscribed", pro}, {"did_fail_to_renew", `plan free, past_due period ended `}, {"refund", refunded}},
+		}},
+		{"playstore", [][]step{
+			{{"subscription_purchased", pro}, {"subscription_renewed", pro}, {"subscription_canceled", cancelled}, {"subscription_expired", expired}},
+			{{"subscription_purchased", pro}, {"subscription_on_hold", `plan free, past_due period ended `}, {"subscription_revoked", refunded}},
+		}},
+	} {
+		for i, life := range tc.lives {
+			user := fmt.Sprintf("0e7a1c52-1f0b-4c1e-9a55-%06d%06d", len(tc.provider), i)
+			for _, s := range life {
+				file := "../billing/testdata/" + tc.provider + "/" + s.file + ".json"
+				code, out, errOut := runCmd(ctx, env, "webhook", "send", "--provider", tc.provider, "--now", "--user", user, "--file", file)
+				want := regexp.QuoteMeta(s.want)
+				if s.want != ignored {
+					want = `(?m)^user ` + user + `: ` + want
+				}
+				if code != 0 || !regexp.MustCompile(want).MatchString(out) {
+					t.Fatalf("%s for %s: exit %d, want %q:\n%s%s", file, user, code, s.want, out, errOut)
+				}
+			}
+		}
+	}
+}
