@@ -1,0 +1,168 @@
+package app
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// readmeWalkThroughs are the README's sections whose commands a newcomer runs in order,
+// against one server started as step 1 says.
+var readmeWalkThroughs = []string{"## First run", "## A worked example", "## See a downgrade"}
+
+// TestReadmeWalkThroughsRunAsPrinted runs every command of the README's walk-throughs as
+// printed, from the repository root with its .env.development, in order, and checks each
+// printed answer ("# …" lines; "…" stands for anything). The only stand-ins are the values
+// the reader copies from an earlier answer (the user id "1b0e…", the token "eyJ…") and the
+// server's address. After the first run and the worked example the first user is Pro; the
+// downgrade makes them Free again.
+func TestReadmeWalkThroughsRunAsPrinted(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := readmeCommands(t, string(readme))
+	if len(steps) < 8 {
+		t.Fatalf("found %d commands in the walk-throughs", len(steps))
+	}
+	dir := t.TempDir()
+	addr := holdAddr(t)
+	env := map[string]string{ // the rest comes from .env.development, as for the reader
+		"ADDR": addr, "PUBLIC_URL": "http://" + addr, "DATABASE_URL": "sqlite:" + filepath.Join(dir, "tollgate.db"),
+		"APPSTORE_TEST_CHAIN": filepath.Join(dir, "chain.pem"),
+	}
+	t.Chdir("../..")
+	startServe(t, env) // step 1: go run ./cmd/tollgate serve
+	copied := map[string]string{"http://localhost:8080": "http://" + addr}
+	for _, s := range steps {
+		line := s.command
+		for printed, actual := range copied {
+			line = strings.ReplaceAll(line, printed, actual)
+		}
+		t.Logf("$ %s %q", line, s.answers)
+		args := shellWords(t, line)
+		var code int
+		var out, errOut string
+		switch {
+		case len(args) > 3 && strings.Join(args[:3], " ") == "go run ./cmd/tollgate":
+			code, out, errOut = runCmd(context.Background(), env, args[3:]...)
+		case args[0] == "curl":
+			if _, err := exec.LookPath("curl"); err != nil && os.Getenv("CI") == "" {
+				t.Logf("no curl here: %s not run", line)
+				continue
+			}
+			b, err := exec.Command(args[0], append([]string{"-sS", "--fail-with-body"}, args[1:]...)...).CombinedOutput()
+			out = string(b)
+			if err != nil {
+				code = 1
+			}
+		default:
+			t.Fatalf("the README prints a command this test cannot run: %s", s.command)
+		}
+		if id := regexp.MustCompile(`(?m)^user_id: (\S+)$`).FindStringSubmatch(out); id != nil {
+			copied["1b0e…"] = id[1]
+		}
+		if token := regexp.MustCompile(`(?m)^access_token: (\S+)$`).FindStringSubmatch(out); token != nil {
+			copied["eyJ…"] = token[1]
+		}
+		saysNo := strings.Contains(strings.Join(s.answers, "\n"), "not entitled")
+		if code != 0 && !(code == 1 && saysNo) {
+			t.Fatalf("%s\nexit %d:\n%s%s", line, code, out, errOut)
+		}
+		for _, answer := range s.answers {
+			for printed, actual := range copied {
+				answer = strings.ReplaceAll(answer, printed, actual)
+			}
+			want := strings.ReplaceAll(regexp.QuoteMeta(answer), "…", ".*")
+			if !regexp.MustCompile(`(?m)^` + want).MatchString(out) {
+				t.Fatalf("%s\nprinted %q, answered:\n%s%s", line, answer, out, errOut)
+			}
+		}
+	}
+	if !strings.Contains(steps[len(steps)-1].answers[0], "not entitled") {
+		t.Fatalf("the last step is not the downgrade's check: %+v", steps[len(steps)-1])
+	}
+}
+
+// readmeStep is a command the README prints and the answers it prints under it.
+type readmeStep struct {
+	command string
+	answers []string
+}
+
+// readmeCommands are the commands of the sh blocks in the walk-through sections, joined
+// across line continuations, in order.
+func readmeCommands(t *testing.T, readme string) []readmeStep {
+	var steps []readmeStep
+	for _, section := range strings.Split(readme, "\n## ")[1:] {
+		if !walkThrough(section) {
+			continue
+		}
+		for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1) {
+			text := regexp.MustCompile(`\\\n\s*`).ReplaceAllString(block[1], "")
+			for _, line := range strings.Split(text, "\n") {
+				line = strings.TrimSpace(line)
+				switch {
+				case line == "":
+				case strings.HasPrefix(line, "# "):
+					if len(steps) == 0 {
+						t.Fatalf("an answer before any command: %s", line)
+					}
+					answer, _, _ := strings.Cut(line[2:], "  ") // two spaces begin a remark
+					steps[len(steps)-1].answers = append(steps[len(steps)-1].answers, answer)
+				default:
+					steps = append(steps, readmeStep{command: line})
+				}
+			}
+		}
+	}
+	return steps
+}
+
+func walkThrough(section string) bool {
+	for _, heading := range readmeWalkThroughs {
+		if strings.HasPrefix("## "+section, heading) {
+			return true
+		}
+	}
+	return false
+}
+
+// shellWords splits a command line as a POSIX shell would for the quoting the README uses:
+// words separated by spaces, '…' and "…" quoting.
+func shellWords(t *testing.T, line string) []string {
+	var words []string
+	var word strings.Builder
+	var quote rune
+	inWord := false
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			word.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, word.String())
+				word.Reset()
+				inWord = false
+			}
+		default:
+			word.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("unbalanced quote in %s", line)
+	}
+	if inWord {
+		words = append(words, word.String())
+	}
+	return words
+}
