@@ -1,6 +1,7 @@
 // Package tollgate runs tollgate — sign-in forms, a token-guarded /api/v1 and subscription
-// billing from two stores — as a command, or as a Go framework you extend with your own
-// API.
+// billing from four stores (Stripe, Adapty, the App Store and Google Play), with outbound
+// webhooks, an operator console and reconciliation — as a command, or as a Go framework you
+// extend with your own API.
 //
 // As a command, a program's main calls [Main], exactly as cmd/tollgate does.
 //

@@ -166,3 +166,48 @@ func shellWords(t *testing.T, line string) []string {
 	}
 	return words
 }
+
+// TestReadmeModuleSetUpBuilds runs the README's commands that make another module depend
+// on a clone of this repository, as printed, beside a clone (here, a link to this one), and
+// builds a program that imports tollgate.
+func TestReadmeModuleSetUpBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module (-short)")
+	}
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile("(?s)Until the module is published.*?```sh\n(.*?)```").FindStringSubmatch(string(readme))
+	if block == nil {
+		t.Fatal("the README no longer says how to depend on an unpublished tollgate")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	app := filepath.Join(dir, "app")
+	if err := os.Symlink(root, filepath.Join(dir, "tollgate")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(app, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	main := "package main\n\nimport (\n\t\"context\"\n\t\"os\"\n\n\t\"github.com/tollgate/tollgate\"\n)\n\n" +
+		"func main() { os.Exit(tollgate.Main(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr)) }\n"
+	if err := os.WriteFile(filepath.Join(app, "main.go"), []byte(main), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	commands := append([]string{"go mod init example.com/app"}, strings.Split(strings.TrimSpace(block[1]), "\n")...)
+	for _, line := range append(commands, "go build -o "+filepath.Join(dir, "app.bin")+" .") {
+		args := shellWords(t, line)
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir = app
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+	}
+}
