@@ -109,7 +109,7 @@ func TestConsoleAccess(t *testing.T) {
 			if resp.StatusCode != http.StatusForbidden {
 				t.Errorf("a cross-site POST: %d", resp.StatusCode)
 			}
-			for _, path := range []string{"/admin", "/admin/customers?q=" + h.usd, "/admin/customers/" + h.churned, "/admin/events", "/admin/deliveries", "/admin/plans"} {
+			for _, path := range []string{"/admin", "/admin/customers", "/admin/customers?q=" + h.usd, "/admin/customers/" + h.churned, "/admin/events", "/admin/deliveries", "/admin/plans"} {
 				resp, body := fetch(t, operator, "GET", base+path, nil)
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("%s: %d", path, resp.StatusCode)
@@ -117,6 +117,10 @@ func TestConsoleAccess(t *testing.T) {
 				if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("X-Frame-Options") != "DENY" ||
 					!strings.Contains(resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
 					t.Errorf("%s headers: %v", path, resp.Header)
+				}
+				// Outbound webhooks are off here: their chart says so, not "nothing".
+				if path == "/admin" && !strings.Contains(body, "Off: outbound webhooks are not set up (OUTBOUND_WEBHOOK_URL") {
+					t.Errorf("with outbound webhooks off the overview does not say so")
 				}
 				for _, secret := range []string{webSecret, mobileSecret, `"livemode"`, `"event_properties"`, "Bearer", "refresh_token", "access_token"} {
 					if strings.Contains(body, secret) {

@@ -192,13 +192,14 @@ func TestBrowserConsole(t *testing.T) {
 		}
 		run("overview", shot("overview"))
 		entitling := `from subscriptions s join provider_subscriptions ps on ps.id = s.provider_subscription_id
+			join billing_customers c on c.id = s.billing_customer_id
 			where s.status in ('active', 'trialing', 'past_due', 'cancelled') and (s.current_period_end is null or s.current_period_end > $1)`
-		active := scalar("select count(*) "+entitling, time.Now().UTC())
+		active := scalar("select count(distinct c.user_id) "+entitling, time.Now().UTC())
 		if got := textOf("#total-active"); got != strconv.Itoa(int(active)) || active != 4 {
-			t.Fatalf("active subscribers %s on the page, %v in the database (want 4: usd, eur, mobile, app store)", got, active)
+			t.Fatalf("active subscribers %s on the page, %v people in the database (want 4: usd, eur, mobile, app store)", got, active)
 		}
 		for _, p := range []string{"web", "mobile", "appstore"} {
-			n := scalar("select count(*) "+entitling+" and s.provider = $2", time.Now().UTC(), p)
+			n := scalar("select count(distinct c.user_id) "+entitling+" and s.provider = $2", time.Now().UTC(), p)
 			if got := eval(`String([...document.querySelectorAll("#active-now tbody tr")].filter(r => r.cells[0].textContent == "` + p + `").reduce((n, r) => n + Number(r.cells[3].textContent), 0))`); got != strconv.Itoa(int(n)) || n == 0 {
 				t.Errorf("active on %s: page %s, database %v", p, got, n)
 			}
@@ -242,7 +243,7 @@ func TestBrowserConsole(t *testing.T) {
 				t.Fatal("the API's user was not recorded within 10 s")
 			}
 		}
-		for i, q := range []string{"usd@exa", h.usd, "cus_sub_console_usd"} {
+		for i, q := range []string{"usd@exa", "USD", h.usd, "cus_sub_console_usd", ""} { // "": the customers seen last
 			run("search "+q, chromedp.Navigate(base+"/admin/customers?q="+q), chromedp.WaitVisible(chromedp.CSS("#results")))
 			if i == 0 {
 				run("shot", shot("customers"))
@@ -319,10 +320,26 @@ func TestBrowserConsole(t *testing.T) {
 
 	t.Run("the pages fit a phone", func(t *testing.T) {
 		run("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Navigate(base+"/admin"), chromedp.WaitVisible(chromedp.CSS("#chart-active")))
-		overflow := eval(`String(document.documentElement.scrollWidth > window.innerWidth + 1)`)
-		run("back to the desktop", chromedp.EmulateViewport(1280, 900))
-		if overflow == "true" {
+		defer run("back to the desktop", chromedp.EmulateViewport(1280, 900))
+		if overflow := eval(`String(document.documentElement.scrollWidth > window.innerWidth + 1)`); overflow == "true" {
 			t.Error("the overview is wider than a phone")
+		}
+		// Every table keeps each row's key cells in view: no sideways scroll inside its
+		// frame, and each outcome within the screen.
+		for page, table := range map[string]string{"/admin/events": "#events", "/admin/customers/" + h.churned: "#timeline", "/admin/customers": "#results",
+			"/admin/deliveries": "table.deliveries", "/admin/plans": "#plans"} {
+			run("phone "+page, chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS(table)))
+			wrap := `document.querySelector("` + table + `").closest(".table-wrap")`
+			if got := eval(`String(` + wrap + `.scrollWidth - ` + wrap + `.clientWidth)`); got != "0" {
+				t.Errorf("%s: the table scrolls sideways by %s px at 390 px", page, got)
+			}
+			offscreen := eval(`String([...document.querySelectorAll("` + table + ` td.outcome")].filter(td => td.getBoundingClientRect().right > window.innerWidth || td.getBoundingClientRect().width == 0).length)`)
+			if offscreen != "0" {
+				t.Errorf("%s: %s outcomes off the screen at 390 px", page, offscreen)
+			}
+			if n := eval(`String(document.querySelectorAll("` + table + ` td.outcome").length)`); table == "#events" && n == "0" {
+				t.Errorf("%s: no outcome cells to check", page)
+			}
 		}
 	})
 }

@@ -17,8 +17,12 @@ import (
 type chart struct {
 	ID, Title, Note string
 	Lines           bool // levels, drawn as lines; else counts, stacked
-	Days            []string
-	Series          []series
+	// Bars draws levels stacked too, where lines of equal values would hide one another.
+	Bars bool
+	// Off, when set, says the feature the chart is about is off, in place of the chart.
+	Off    string
+	Days   []string
+	Series []series
 }
 
 type series struct {
@@ -138,7 +142,7 @@ func (c chart) SVG() template.HTML {
 		fmt.Fprintf(&b, `<line class="grid" x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f"/>`, padL, chartW, y(v), y(v))
 		fmt.Fprintf(&b, `<text class="axis" x="%.0f" y="%.1f" text-anchor="end">%s</text>`, padL-8, y(v)+5, short(v))
 	}
-	if c.Lines {
+	if c.Lines && !c.Bars {
 		for _, s := range c.Series {
 			c.drawLine(&b, s, slot, y)
 		}
@@ -147,7 +151,7 @@ func (c chart) SVG() template.HTML {
 			base := 0.0
 			for _, s := range c.Series {
 				v := s.Values[d]
-				if v <= 0 {
+				if v <= 0 || math.IsNaN(v) {
 					continue
 				}
 				fmt.Fprintf(&b, `<rect class="s%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`,
@@ -196,12 +200,12 @@ func (c chart) top() float64 {
 	for d := range c.Days {
 		stack := 0.0
 		for _, s := range c.Series {
-			if c.Lines {
-				if !math.IsNaN(s.Values[d]) {
-					m = math.Max(m, s.Values[d])
-				}
-			} else {
-				stack += s.Values[d]
+			switch v := s.Values[d]; {
+			case math.IsNaN(v):
+			case c.Lines && !c.Bars:
+				m = math.Max(m, v)
+			default:
+				stack += v
 			}
 		}
 		m = math.Max(m, stack)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,43 +29,55 @@ type customerResult struct {
 }
 
 // customers is GET /admin/customers?q=: a search by e-mail (its start), user id, or a
-// provider's customer, subscription or event id.
+// provider's customer, subscription or event id; without q, the customers seen last.
 func (c *Console) customers(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	data := customersData{Query: q}
-	if q != "" {
-		users, err := c.search(r.Context(), q)
+	users, err := c.search(r.Context(), q)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	for _, id := range users {
+		res, err := c.resultFor(r.Context(), id)
 		if err != nil {
 			c.fail(w, r, err)
 			return
 		}
-		for _, id := range users {
-			res, err := c.resultFor(r.Context(), id)
-			if err != nil {
-				c.fail(w, r, err)
-				return
-			}
-			data.Results = append(data.Results, res)
-		}
+		data.Results = append(data.Results, res)
 	}
 	c.render(w, r, http.StatusOK, "customers", page{Title: "Customers", Section: "customers", Data: data})
 }
 
-// search gives the ids of the users q finds, at most 50.
+// search gives the ids of the users q finds, at most 50: a user id is that user; anything
+// else finds the e-mail addresses it starts and the provider ids it is, in that order.
+// An empty q gives the users seen last.
 func (c *Console) search(ctx context.Context, q string) ([]string, error) {
 	queries := dbq.New(c.opts.DB)
 	switch {
+	case q == "":
+		return queries.RecentCustomers(ctx)
 	case billing.IsUUID(strings.ToLower(q)):
 		return []string{strings.ToLower(q)}, nil
-	case strings.Contains(q, "@"):
-		rows, err := queries.SearchKnownUsers(ctx, likePrefix(strings.ToLower(q)))
-		ids := make([]string, len(rows))
-		for i, r := range rows {
-			ids[i] = r.UserID
-		}
-		return ids, err
 	}
-	return queries.UsersByProviderID(ctx, sql.NullString{String: q, Valid: true})
+	byEmail, err := queries.SearchKnownUsers(ctx, likePrefix(strings.ToLower(q)))
+	if err != nil {
+		return nil, err
+	}
+	byID, err := queries.UsersByProviderID(ctx, sql.NullString{String: q, Valid: true})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, r := range byEmail {
+		ids = append(ids, r.UserID)
+	}
+	for _, id := range byID {
+		if !slices.Contains(ids, id) && len(ids) < pageSize {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // likePrefix is a LIKE pattern for what starts with s, its wildcards escaped.

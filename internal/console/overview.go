@@ -31,22 +31,21 @@ type money struct {
 // overview is GET /admin: subscribers and MRR now, and the charts of the last 90 days.
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	now, err := c.currentStanding(ctx)
+	now, subscribed, err := c.currentStanding(ctx)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	data := overviewData{Now: now}
+	data := overviewData{Now: now, Total: subscribed.Total}
 	mrr := map[string]int64{}
 	for _, row := range now {
-		data.Total += row.Subscribers
 		data.Unpriced += row.Unpriced
 		if row.Currency != "" {
 			mrr[row.Currency] += row.MRR
 		}
 	}
 	data.MRR = inMajorUnits(mrr)
-	if data.Charts, err = c.charts(ctx, now); err != nil {
+	if data.Charts, err = c.charts(ctx, now, subscribed); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -55,7 +54,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 
 // charts are the overview's daily charts. The levels' past days are the kept snapshots;
 // today's point is the standing now, which the page has just worked out.
-func (c *Console) charts(ctx context.Context, now standing) ([]chart, error) {
+func (c *Console) charts(ctx context.Context, now standing, subscribed people) ([]chart, error) {
 	days := lastDays(c.now(), chartDays)
 	since, _ := time.Parse(time.DateOnly, days[0])
 	stored, err := dbq.New(c.opts.DB).ListBillingDays(ctx, since)
@@ -72,18 +71,22 @@ func (c *Console) charts(ctx context.Context, now standing) ([]chart, error) {
 			}
 		}
 	}
+	for provider, n := range subscribed.ByProvider {
+		add(active, today, provider, n)
+	}
 	for _, r := range now {
-		add(active, today, r.Provider, r.Subscribers)
 		if r.Currency != "" {
 			add(mrr, today, r.Currency, r.MRR)
 		}
 	}
 	providers := []string{billing.ProviderWeb, billing.ProviderMobile, billing.ProviderAppStore, billing.ProviderPlayStore}
 	charts := []chart{
-		chartOf("active", "Active subscribers by provider", true, days, active, providers, count),
+		chartOf("active", "Active subscribers by provider (people)", true, days, active, providers, count),
 		chartOf("mrr", "MRR by currency", true, days, mrr, nil, majorUnits),
 	}
-	charts[0].Note = "As kept each day the server ran; a day without a point had no snapshot."
+	charts[0].Bars = true // stacked, so that providers with the same count stay apart
+	charts[0].Note = "People with an entitling subscription at each provider, as kept each day the server ran (a day without a bar had no snapshot); " +
+		"someone subscribed at two providers counts under each, so a day's bar can be taller than the people subscribed."
 	charts[1].Note = "Each currency in its own unit; nothing is converted."
 	for _, q := range []struct{ name, id, title string }{
 		{"new", "new", "New subscriptions"}, {"churned", "churned", "Churned subscriptions (expired or refunded)"},
@@ -100,7 +103,11 @@ func (c *Console) charts(ctx context.Context, now standing) ([]chart, error) {
 		case "deliveries":
 			order = []string{"delivered", "retrying", "failed"}
 		}
-		charts = append(charts, chartOf(q.id, q.title, false, days, counts, order, count))
+		ch := chartOf(q.id, q.title, false, days, counts, order, count)
+		if q.name == "deliveries" && c.opts.Wake == nil && len(ch.Series) == 0 {
+			ch.Off = "Off: outbound webhooks are not set up (OUTBOUND_WEBHOOK_URL and OUTBOUND_WEBHOOK_SECRET)."
+		}
+		charts = append(charts, ch)
 	}
 	return charts, nil
 }

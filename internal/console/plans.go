@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
@@ -41,7 +42,7 @@ func (c *Console) plans(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	now, err := c.currentStanding(ctx)
+	_, subscribed, err := c.currentStanding(ctx)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -59,10 +60,10 @@ func (c *Console) plans(w http.ResponseWriter, r *http.Request) {
 				row.Entitlements = append(row.Entitlements, v.Name+" = "+v.Value)
 			}
 		}
-		for _, s := range now {
-			if s.Plan == p.Key {
-				row.Subscribers += s.Subscribers
-				row.ByProvider[s.Provider] += s.Subscribers
+		row.Subscribers = subscribed.ByPlan[p.Key]
+		for key, n := range subscribed.ByPlanProvider {
+			if provider, ok := strings.CutPrefix(key, p.Key+"/"); ok {
+				row.ByProvider[provider] = n
 			}
 		}
 		sort.Strings(row.Entitlements)

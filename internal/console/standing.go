@@ -17,7 +17,9 @@ type standing []standingRow
 
 type standingRow struct {
 	Provider, Plan, Currency string // Currency "" for subscriptions without a known price
-	Subscribers              int64  // entitling subscriptions
+	// Subscribers are the people with an entitling subscription here: one person with two
+	// such subscriptions counts once.
+	Subscribers int64
 	// Unpriced are entitling, paying (non-trial) subscriptions whose amount or billing
 	// period tollgate was not told: counted as subscribers, not money.
 	Unpriced int64
@@ -31,14 +33,10 @@ type standingRow struct {
 func standingAt(subs []dbq.ConsoleSubscriptionsRow, now time.Time) standing {
 	type key struct{ provider, plan, currency string }
 	rows := map[key]*standingRow{}
+	people := map[key]map[string]bool{}
 	mrr := map[key]float64{}
 	for _, s := range subs {
-		sub := billing.Subscription{Status: s.Status}
-		if s.CurrentPeriodEnd.Valid {
-			end := s.CurrentPeriodEnd.Time
-			sub.CurrentPeriodEnd = &end
-		}
-		if !sub.Entitling(now) {
+		if !entitling(s, now) {
 			continue
 		}
 		monthly, priced := billing.Monthly(s.Amount.Int64, s.BillingPeriod.String)
@@ -50,9 +48,12 @@ func standingAt(subs []dbq.ConsoleSubscriptionsRow, now time.Time) standing {
 		r := rows[k]
 		if r == nil {
 			r = &standingRow{Provider: k.provider, Plan: k.plan, Currency: k.currency}
-			rows[k] = r
+			rows[k], people[k] = r, map[string]bool{}
 		}
-		r.Subscribers++
+		if !people[k][s.UserID] {
+			people[k][s.UserID] = true
+			r.Subscribers++
+		}
 		switch {
 		case s.Status == billing.StatusTrialing:
 		case priced:
@@ -79,13 +80,52 @@ func standingAt(subs []dbq.ConsoleSubscriptionsRow, now time.Time) standing {
 	return out
 }
 
-// currentStanding reads the subscriptions and works out the standing now.
-func (c *Console) currentStanding(ctx context.Context) (standing, error) {
+// countPeople counts the people with an entitling subscription at now under each key the
+// subscriptions give: a person with two subscriptions under one key counts once there.
+func countPeople(subs []dbq.ConsoleSubscriptionsRow, now time.Time, key func(dbq.ConsoleSubscriptionsRow) string) map[string]int64 {
+	seen, counts := map[[2]string]bool{}, map[string]int64{}
+	for _, s := range subs {
+		k := key(s)
+		if entitling(s, now) && !seen[[2]string{k, s.UserID}] {
+			seen[[2]string{k, s.UserID}] = true
+			counts[k]++
+		}
+	}
+	return counts
+}
+
+// entitling says whether the subscription entitles its user at now.
+func entitling(s dbq.ConsoleSubscriptionsRow, now time.Time) bool {
+	sub := billing.Subscription{Status: s.Status}
+	if s.CurrentPeriodEnd.Valid {
+		end := s.CurrentPeriodEnd.Time
+		sub.CurrentPeriodEnd = &end
+	}
+	return sub.Entitling(now)
+}
+
+// people are the subscribers now, counted as people: a person with subscriptions at two
+// providers counts once under each, and once in the total; so with plans.
+type people struct {
+	ByProvider, ByPlan, ByPlanProvider map[string]int64
+	Total                              int64
+}
+
+// currentStanding reads the subscriptions and works out the standing now, and the people
+// subscribed.
+func (c *Console) currentStanding(ctx context.Context) (standing, people, error) {
 	subs, err := dbq.New(c.opts.DB).ConsoleSubscriptions(ctx)
 	if err != nil {
-		return nil, err
+		return nil, people{}, err
 	}
-	return standingAt(subs, c.now()), nil
+	now := c.now()
+	p := people{
+		ByProvider:     countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) string { return s.Provider }),
+		ByPlan:         countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) string { return s.PlanKey }),
+		ByPlanProvider: countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) string { return s.PlanKey + "/" + s.Provider }),
+		Total:          countPeople(subs, now, func(dbq.ConsoleSubscriptionsRow) string { return "" })[""],
+	}
+	return standingAt(subs, now), p, nil
 }
 
 // snapshot keeps today's standing in billing_days, replacing what an earlier snapshot of
@@ -115,7 +155,7 @@ func (c *Console) RunSnapshots(ctx context.Context, interval time.Duration) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
-		s, err := c.currentStanding(ctx)
+		s, _, err := c.currentStanding(ctx)
 		if err == nil {
 			err = c.snapshot(ctx, s)
 		}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"database/sql"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -14,8 +15,10 @@ import (
 func TestStandingCountsSubscribersAndMRR(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	ahead := sql.NullTime{Time: now.Add(24 * time.Hour), Valid: true}
+	n := 0
 	sub := func(provider, status, currency, period string, amount int64, end sql.NullTime) dbq.ConsoleSubscriptionsRow {
-		r := dbq.ConsoleSubscriptionsRow{Provider: provider, Status: status, CurrentPeriodEnd: end, PlanKey: "pro"}
+		n++
+		r := dbq.ConsoleSubscriptionsRow{UserID: fmt.Sprint("user-", n), Provider: provider, Status: status, CurrentPeriodEnd: end, PlanKey: "pro"}
 		if currency != "" {
 			r.Amount, r.Currency = sql.NullInt64{Int64: amount, Valid: true}, sql.NullString{String: currency, Valid: true}
 			r.BillingPeriod = sql.NullString{String: period, Valid: period != ""}
@@ -45,6 +48,28 @@ func TestStandingCountsSubscribersAndMRR(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("row %d: %+v, want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+// Subscribers are people: one person's two subscriptions at one provider count once there,
+// and a person at two providers counts once under each and once in all.
+func TestSubscribersArePeople(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	ahead := sql.NullTime{Time: now.Add(24 * time.Hour), Valid: true}
+	row := func(user, provider, plan string) dbq.ConsoleSubscriptionsRow {
+		return dbq.ConsoleSubscriptionsRow{UserID: user, Provider: provider, PlanKey: plan, Status: "active", CurrentPeriodEnd: ahead}
+	}
+	subs := []dbq.ConsoleSubscriptionsRow{
+		row("ann", "web", "pro"), row("ann", "web", "pro"), row("ann", "playstore", "pro"), row("bob", "web", "team"),
+		{UserID: "cy", Provider: "web", PlanKey: "pro", Status: "expired", CurrentPeriodEnd: ahead},
+	}
+	byProvider := countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) string { return s.Provider })
+	total := countPeople(subs, now, func(dbq.ConsoleSubscriptionsRow) string { return "" })[""]
+	if byProvider["web"] != 2 || byProvider["playstore"] != 1 || len(byProvider) != 2 || total != 2 {
+		t.Errorf("by provider %v, total %d; want web 2, playstore 1, total 2", byProvider, total)
+	}
+	if got := standingAt(subs, now); len(got) != 3 || got[1].Subscribers != 1 {
+		t.Errorf("standing %+v: ann's two web pro subscriptions are one person", got)
 	}
 }
 

@@ -14,13 +14,15 @@ import (
 
 const consoleSubscriptions = `-- name: ConsoleSubscriptions :many
 
-select s.provider, s.status, s.current_period_end, p.key as plan_key, ps.amount, ps.currency, ps.billing_period
+select c.user_id, s.provider, s.status, s.current_period_end, p.key as plan_key, ps.amount, ps.currency, ps.billing_period
 from subscriptions s
+join billing_customers c on c.id = s.billing_customer_id
 join plans p on p.id = s.plan_id
 join provider_subscriptions ps on ps.id = s.provider_subscription_id
 `
 
 type ConsoleSubscriptionsRow struct {
+	UserID           string
 	Provider         string
 	Status           string
 	CurrentPeriodEnd sql.NullTime
@@ -32,8 +34,9 @@ type ConsoleSubscriptionsRow struct {
 
 // The operator console's reads. Its charts' daily counts, which need an engine's own date
 // arithmetic, are in internal/console/days.sql.
-// Every canonical subscription with its plan and price: the overview's and the plans
-// page's counts and MRR are worked out from these (tens of thousands of rows at most).
+// Every canonical subscription with its user, plan and price: the overview's and the plans
+// page's counts of people and MRR are worked out from these (tens of thousands of rows at
+// most).
 func (q *Queries) ConsoleSubscriptions(ctx context.Context) ([]ConsoleSubscriptionsRow, error) {
 	rows, err := q.db.QueryContext(ctx, consoleSubscriptions)
 	if err != nil {
@@ -44,6 +47,7 @@ func (q *Queries) ConsoleSubscriptions(ctx context.Context) ([]ConsoleSubscripti
 	for rows.Next() {
 		var i ConsoleSubscriptionsRow
 		if err := rows.Scan(
+			&i.UserID,
 			&i.Provider,
 			&i.Status,
 			&i.CurrentPeriodEnd,
@@ -567,6 +571,41 @@ func (q *Queries) ListProblemEvents(ctx context.Context, arg ListProblemEventsPa
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const recentCustomers = `-- name: RecentCustomers :many
+select user_id from (
+    select user_id, last_seen as seen from known_users
+    union all
+    select user_id, updated_at as seen from billing_customers
+) recent
+group by user_id
+order by max(seen) desc, user_id
+limit 50
+`
+
+// The users most recently seen signing in or changed by a billing event, newest first.
+func (q *Queries) RecentCustomers(ctx context.Context) ([]string, error) {
+	rows, err := q.db.QueryContext(ctx, recentCustomers)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var user_id string
+		if err := rows.Scan(&user_id); err != nil {
+			return nil, err
+		}
+		items = append(items, user_id)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err

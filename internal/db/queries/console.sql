@@ -2,10 +2,12 @@
 -- arithmetic, are in internal/console/days.sql.
 
 -- name: ConsoleSubscriptions :many
--- Every canonical subscription with its plan and price: the overview's and the plans
--- page's counts and MRR are worked out from these (tens of thousands of rows at most).
-select s.provider, s.status, s.current_period_end, p.key as plan_key, ps.amount, ps.currency, ps.billing_period
+-- Every canonical subscription with its user, plan and price: the overview's and the plans
+-- page's counts of people and MRR are worked out from these (tens of thousands of rows at
+-- most).
+select c.user_id, s.provider, s.status, s.current_period_end, p.key as plan_key, ps.amount, ps.currency, ps.billing_period
 from subscriptions s
+join billing_customers c on c.id = s.billing_customer_id
 join plans p on p.id = s.plan_id
 join provider_subscriptions ps on ps.id = s.provider_subscription_id;
 
@@ -25,6 +27,17 @@ from billing_days where day >= sqlc.arg(since) order by day;
 select user_id, email from known_users
 where lower(email) like CAST(sqlc.arg(pattern) AS text) escape '\'
 order by email limit 50;
+
+-- name: RecentCustomers :many
+-- The users most recently seen signing in or changed by a billing event, newest first.
+select user_id from (
+    select user_id, last_seen as seen from known_users
+    union all
+    select user_id, updated_at as seen from billing_customers
+) recent
+group by user_id
+order by max(seen) desc, user_id
+limit 50;
 
 -- name: GetKnownUser :one
 select user_id, email from known_users where user_id = sqlc.arg(user_id);
