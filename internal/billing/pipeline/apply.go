@@ -57,6 +57,7 @@ func (p *Pipeline) apply(ctx context.Context, w *work, r billing.Reading, eventI
 		order = w.adapter.Order(r, stored)
 	}
 	outcome := billing.OutcomeApplied
+	customerBefore := stored.Customer
 	switch order {
 	case billing.Stale:
 		outcome, w.stale = billing.OutcomeStale, true
@@ -66,10 +67,30 @@ func (p *Pipeline) apply(ctx context.Context, w *work, r billing.Reading, eventI
 		}
 	}
 	outcome, err = p.materialise(ctx, w, ps, stored, outcome)
+	if err == nil && order == billing.Supersedes && customerBefore != "" && stored.Customer != customerBefore {
+		p.customerMoved(ctx, w, ps, customerBefore, stored.Customer)
+	}
 	if err != nil || r.Replaces == "" || r.Replaces == r.Subscription {
 		return outcome, err
 	}
 	return outcome, p.replace(ctx, w, r.Replaces, eventID, r.At)
+}
+
+// customerMoved notes a web subscription applied under another customer than before. The
+// web provider never moves a subscription between customers, so this is a mistake (a
+// hand-edited or test event, most likely): it is applied as the provider says, logged at
+// warn, and recorded with the user it moved from, whose timeline then shows it too.
+func (p *Pipeline) customerMoved(ctx context.Context, w *work, ps providerSubscription, from, to string) {
+	if w.adapter.Provider() != billing.ProviderWeb {
+		return // a mobile profile or a store account may change hands as its provider says
+	}
+	userBefore := textOf(ps.UserBefore)
+	p.log.WarnContext(ctx, "a web event moves its subscription to another customer, which the provider never does; applied as it says",
+		"event_id", w.cause.ProviderEventID, "subscription_id", ps.ProviderSubscriptionID,
+		"customer_before", from, "customer_after", to, "user_before", userBefore, "user_after", w.user)
+	if userBefore != "" && !strings.EqualFold(userBefore, w.user) {
+		w.record.movedFrom = userBefore
+	}
 }
 
 // supersede replaces the subscription's stored state with the reading's, and its price

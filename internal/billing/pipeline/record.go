@@ -15,6 +15,8 @@ type record struct {
 	subscription  string // the provider's id
 	rowID         int64  // its provider_subscriptions row
 	before, after canonicalRow
+	// movedFrom is the user the event moved the subscription away from, if it did.
+	movedFrom string
 }
 
 // canonicalRow is the part of a canonical row a timeline shows.
@@ -46,7 +48,7 @@ func (w *work) noteAfter(providerSubscriptionID int64, arg dbq.UpsertSubscriptio
 
 // recordColumns gives the record's columns, with plans named by their keys.
 func (p *Pipeline) recordColumns(ctx context.Context, w *work, rec record) (eventColumns, error) {
-	cols := eventColumns{subscription: nullString(rec.subscription)}
+	cols := eventColumns{subscription: nullString(rec.subscription), movedFrom: nullString(rec.movedFrom)}
 	if !rec.before.set && !rec.after.set {
 		return cols, nil
 	}
@@ -72,6 +74,7 @@ type eventColumns struct {
 	periodEndBefore          sql.NullTime
 	planAfter, statusAfter   sql.NullString
 	periodEndAfter           sql.NullTime
+	movedFrom                sql.NullString
 }
 
 // storeEvent stores a delivered event with what became of it.
@@ -81,7 +84,7 @@ func (p *Pipeline) storeEvent(ctx context.Context, q *dbq.Queries, provider stri
 		Provider: provider, ProviderEventID: ev.ID, EventType: ev.Type, Payload: ev.body, Now: p.now(),
 		ProcessingError: nullString(done.Reason), Outcome: nullString(done.Outcome), UserID: nullString(done.UserID),
 		SubscriptionID: c.subscription, PlanBefore: c.planBefore, StatusBefore: c.statusBefore, PeriodEndBefore: c.periodEndBefore,
-		PlanAfter: c.planAfter, StatusAfter: c.statusAfter, PeriodEndAfter: c.periodEndAfter,
+		PlanAfter: c.planAfter, StatusAfter: c.statusAfter, PeriodEndAfter: c.periodEndAfter, MovedFromUserID: c.movedFrom,
 	})
 }
 
@@ -91,7 +94,7 @@ func (p *Pipeline) storeOutcome(ctx context.Context, q *dbq.Queries, rowID strin
 	return q.SetEventOutcome(ctx, dbq.SetEventOutcomeParams{
 		ID: rowID, Now: sql.NullTime{Time: p.now(), Valid: true}, ProcessingError: nullString(done.Reason), Outcome: nullString(done.Outcome), UserID: nullString(done.UserID),
 		SubscriptionID: c.subscription, PlanBefore: c.planBefore, StatusBefore: c.statusBefore, PeriodEndBefore: c.periodEndBefore,
-		PlanAfter: c.planAfter, StatusAfter: c.statusAfter, PeriodEndAfter: c.periodEndAfter,
+		PlanAfter: c.planAfter, StatusAfter: c.statusAfter, PeriodEndAfter: c.periodEndAfter, MovedFromUserID: c.movedFrom,
 	})
 }
 

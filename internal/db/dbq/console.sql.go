@@ -219,6 +219,11 @@ union
 select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
        e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
 from provider_events e
+where e.moved_from_user_id = $3
+union
+select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
+       e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
+from provider_events e
 join provider_subscriptions ps on ps.provider_subscription_id = e.subscription_id and ps.provider = e.provider
 join subscriptions s on s.provider_subscription_id = ps.id
 join billing_customers c on c.id = s.billing_customer_id
@@ -251,8 +256,8 @@ type CustomerTimelineRow struct {
 }
 
 // The events that name the user (resolved to them, or unresolved with their customer
-// resolved), and those that name nobody but one of the user's subscriptions, newest
-// first: two index lookups.
+// resolved), those that moved a subscription away from them, and those that name nobody
+// but one of the user's subscriptions, newest first: three index lookups.
 func (q *Queries) CustomerTimeline(ctx context.Context, arg CustomerTimelineParams) ([]CustomerTimelineRow, error) {
 	rows, err := q.db.QueryContext(ctx, customerTimeline, arg.Skip, arg.Max, arg.UserID)
 	if err != nil {

@@ -105,10 +105,10 @@ func (q *Queries) ListEventsForReplay(ctx context.Context, arg ListEventsForRepl
 const recordProviderEvent = `-- name: RecordProviderEvent :exec
 insert into provider_events (provider, provider_event_id, event_type, payload, received_at, processed_at, processing_error,
     outcome, user_id, subscription_id, plan_before, status_before, period_end_before, plan_after, status_after, period_end_after,
-    created_at, updated_at)
+    moved_from_user_id, created_at, updated_at)
 values ($1, $2, $3, $4, $5, $5, $6,
     $7, $8, $9, $10, $11, $12,
-    $13, $14, $15, $5, $5)
+    $13, $14, $15, $16, $5, $5)
 on conflict (provider, provider_event_id) do update
 set event_type = excluded.event_type,
     payload = excluded.payload,
@@ -123,6 +123,7 @@ set event_type = excluded.event_type,
     plan_after = coalesce(provider_events.plan_after, excluded.plan_after),
     status_after = coalesce(provider_events.status_after, excluded.status_after),
     period_end_after = case when provider_events.status_after is null then excluded.period_end_after else provider_events.period_end_after end,
+    moved_from_user_id = coalesce(provider_events.moved_from_user_id, excluded.moved_from_user_id),
     updated_at = excluded.updated_at
 `
 
@@ -142,6 +143,7 @@ type RecordProviderEventParams struct {
 	PlanAfter       sql.NullString
 	StatusAfter     sql.NullString
 	PeriodEndAfter  sql.NullTime
+	MovedFromUserID sql.NullString
 }
 
 // Stores an event with what became of it, in the transaction that processed it. A repeat
@@ -164,6 +166,7 @@ func (q *Queries) RecordProviderEvent(ctx context.Context, arg RecordProviderEve
 		arg.PlanAfter,
 		arg.StatusAfter,
 		arg.PeriodEndAfter,
+		arg.MovedFromUserID,
 	)
 	return err
 }
@@ -181,8 +184,9 @@ set processed_at = $1,
     plan_after = coalesce(plan_after, $9),
     period_end_after = case when status_after is null then $10 else period_end_after end,
     status_after = coalesce(status_after, $11),
+    moved_from_user_id = coalesce(moved_from_user_id, $12),
     updated_at = $1
-where id = $12
+where id = $13
 `
 
 type SetEventOutcomeParams struct {
@@ -197,6 +201,7 @@ type SetEventOutcomeParams struct {
 	PlanAfter       sql.NullString
 	PeriodEndAfter  sql.NullTime
 	StatusAfter     sql.NullString
+	MovedFromUserID sql.NullString
 	ID              string
 }
 
@@ -215,6 +220,7 @@ func (q *Queries) SetEventOutcome(ctx context.Context, arg SetEventOutcomeParams
 		arg.PlanAfter,
 		arg.PeriodEndAfter,
 		arg.StatusAfter,
+		arg.MovedFromUserID,
 		arg.ID,
 	)
 	return err

@@ -148,6 +148,7 @@ type ProviderEvent struct {
 	PlanAfter       sql.NullString
 	StatusAfter     sql.NullString
 	PeriodEndAfter  sql.NullTime
+	MovedFromUserID sql.NullString
 }
 
 type ProviderSubscription struct {

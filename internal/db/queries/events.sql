@@ -4,10 +4,10 @@
 -- the outcome and change of the first delivery that was not refused (see SetEventOutcome).
 insert into provider_events (provider, provider_event_id, event_type, payload, received_at, processed_at, processing_error,
     outcome, user_id, subscription_id, plan_before, status_before, period_end_before, plan_after, status_after, period_end_after,
-    created_at, updated_at)
+    moved_from_user_id, created_at, updated_at)
 values (sqlc.arg(provider), sqlc.arg(provider_event_id), sqlc.arg(event_type), sqlc.arg(payload), sqlc.arg(now), sqlc.arg(now), sqlc.narg(processing_error),
     sqlc.arg(outcome), sqlc.narg(user_id), sqlc.narg(subscription_id), sqlc.narg(plan_before), sqlc.narg(status_before), sqlc.narg(period_end_before),
-    sqlc.narg(plan_after), sqlc.narg(status_after), sqlc.narg(period_end_after), sqlc.arg(now), sqlc.arg(now))
+    sqlc.narg(plan_after), sqlc.narg(status_after), sqlc.narg(period_end_after), sqlc.narg(moved_from_user_id), sqlc.arg(now), sqlc.arg(now))
 on conflict (provider, provider_event_id) do update
 set event_type = excluded.event_type,
     payload = excluded.payload,
@@ -22,6 +22,7 @@ set event_type = excluded.event_type,
     plan_after = coalesce(provider_events.plan_after, excluded.plan_after),
     status_after = coalesce(provider_events.status_after, excluded.status_after),
     period_end_after = case when provider_events.status_after is null then excluded.period_end_after else provider_events.period_end_after end,
+    moved_from_user_id = coalesce(provider_events.moved_from_user_id, excluded.moved_from_user_id),
     updated_at = excluded.updated_at;
 
 -- name: SetEventOutcome :exec
@@ -39,6 +40,7 @@ set processed_at = sqlc.arg(now),
     plan_after = coalesce(plan_after, sqlc.narg(plan_after)),
     period_end_after = case when status_after is null then sqlc.narg(period_end_after) else period_end_after end,
     status_after = coalesce(status_after, sqlc.narg(status_after)),
+    moved_from_user_id = coalesce(moved_from_user_id, sqlc.narg(moved_from_user_id)),
     updated_at = sqlc.arg(now)
 where id = sqlc.arg(id);
 
