@@ -127,3 +127,20 @@ func rgb(hex string) (int, int, int) {
 	n, _ := strconv.ParseUint(h, 16, 32)
 	return int(n >> 16 & 0xff), int(n >> 8 & 0xff), int(n & 0xff)
 }
+
+// emailBreaks writes an e-mail address so that a narrow screen wraps it where a reader
+// expects, before the @ and after a dot, rather than mid-word.
+func emailBreaks(email string) template.HTML {
+	local, domain, ok := strings.Cut(email, "@")
+	dotted := func(s string) string {
+		parts := strings.Split(s, ".")
+		for i := range parts {
+			parts[i] = template.HTMLEscapeString(parts[i])
+		}
+		return strings.Join(parts, ".<wbr>")
+	}
+	if !ok {
+		return template.HTML(dotted(email))
+	}
+	return template.HTML(dotted(local) + "<wbr>@" + dotted(domain))
+}

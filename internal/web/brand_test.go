@@ -67,3 +67,15 @@ func TestBrandRejectsABrokenTemplate(t *testing.T) {
 		t.Fatalf("error %v, want one naming otp_new.html and its line", err)
 	}
 }
+
+func TestEmailBreaksBeforeTheAtAndAfterDots(t *testing.T) {
+	for in, want := range map[string]string{
+		"first.last@mail.example.test": "first.<wbr>last<wbr>@mail.<wbr>example.<wbr>test",
+		"<b>@x.test":                   "&lt;b&gt;<wbr>@x.<wbr>test",
+		"no-at-sign":                   "no-at-sign",
+	} {
+		if got := string(emailBreaks(in)); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}

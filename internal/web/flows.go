@@ -89,7 +89,7 @@ func (w *Web) oauthCallback(rw http.ResponseWriter, r *http.Request) {
 		// A link opened in another browser, or after its flow ended here. The identity
 		// service redirects with a code only after it verified the link, and verifying
 		// confirms the address, so that much is done; signing in must happen here.
-		w.redirect(rw, r, "/session/new", keyNotice, msgOtherBrowser)
+		w.redirect(rw, r, "/session/new", keyInfo, msgOtherBrowser)
 		return
 	}
 	s, err := w.opts.Identity.ExchangeCode(r.Context(), code, verifier)

@@ -30,11 +30,14 @@ const (
 	msgCancelled          = "Sign-in was cancelled."
 	msgSignInFailed       = "Sign-in failed. Please try again."
 	msgEmailConfirmed     = "Your email address is confirmed. Please sign in."
-	// msgOtherBrowser: the callback cannot tell which kind of link it was (only the browser
-	// that asked for it knows), so it says what each kind has and has not done.
-	msgOtherBrowser = "That link was opened in another browser than the one that asked for it, so it could not sign you in here. " +
-		"If it was to confirm your address, that is done: sign in below. " +
-		"To sign in by email or reset your password, ask for a new link in this browser."
+	// msgOtherBrowser: the callback cannot tell which kind of link it was: every kind comes
+	// back to the one callback address (so that an identity service's allow list needs one
+	// entry), and only the browser that asked for it holds its kind. So it says, as
+	// information rather than success, that nobody is signed in, the one thing every kind
+	// has done, and what to do next for each.
+	msgOtherBrowser = "You are not signed in: that link was opened in another browser than the one that asked for it. " +
+		"Your email address is confirmed. To sign in, use your password below, or ask for a new sign-in link in this browser; " +
+		"to reset your password, ask for a new reset link here."
 	msgConfirmProviderEmail = "Check your email: confirm your address with the link we sent, then sign in."
 )
 

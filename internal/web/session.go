@@ -28,6 +28,7 @@ const (
 	keyReturnTo     = "return_to"
 	keyAlert        = "alert"
 	keyNotice       = "notice"
+	keyInfo         = "info" // neither a success nor a failure: what happened, and what to do next
 )
 
 // refreshWindow: an access token this close to expiry is refreshed before use.

@@ -108,7 +108,7 @@ func New(opts Options) (*Web, error) {
 	}
 	w.sessions.ErrorFunc = w.sessionFailed
 	for _, page := range []string{"session_new", "registration_new", "passwords_new", "passwords_edit", "otp_new", "otp_verify", "account", "message", "waiting"} {
-		t, err := template.ParseFS(templates, "layout.html", page+".html")
+		t, err := template.New("layout.html").Funcs(template.FuncMap{"email": emailBreaks}).ParseFS(templates, "layout.html", page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("templates: %w", err)
 		}
@@ -123,6 +123,7 @@ type page struct {
 	DevIdentity   bool
 	Title         string
 	Alert, Notice string
+	Info          string
 	Email, Phone  string
 	Type          string
 	Token         string
@@ -182,6 +183,9 @@ func (w *Web) render(rw http.ResponseWriter, r *http.Request, status int, name s
 	}
 	if p.Notice == "" {
 		p.Notice = w.sessions.PopString(r.Context(), keyNotice)
+	}
+	if p.Info == "" {
+		p.Info = w.sessions.PopString(r.Context(), keyInfo)
 	}
 	w.write(rw, r, status, name, p)
 }
