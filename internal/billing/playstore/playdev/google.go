@@ -218,11 +218,20 @@ func (g *Google) authorized(w http.ResponseWriter, r *http.Request) bool {
 }
 
 func (g *Google) subscription(w http.ResponseWriter, r *http.Request) {
+	serveKnown(g, w, r, g.purchases)
+}
+
+func (g *Google) product(w http.ResponseWriter, r *http.Request) {
+	serveKnown(g, w, r, g.products)
+}
+
+// serveKnown answers with the purchase known for the path's token, as Google does.
+func serveKnown[T any](g *Google, w http.ResponseWriter, r *http.Request, known map[string]*T) {
 	if !g.authorized(w, r) {
 		return
 	}
 	g.mu.Lock()
-	p, ok := g.purchases[r.PathValue("token")]
+	p, ok := known[r.PathValue("token")]
 	g.mu.Unlock()
 	if !ok {
 		apiError(w, http.StatusNotFound, "purchaseTokenNotFound")
@@ -250,21 +259,6 @@ func (g *Google) acknowledge(w http.ResponseWriter, r *http.Request) {
 	}
 	g.acks[token]++
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func (g *Google) product(w http.ResponseWriter, r *http.Request) {
-	if !g.authorized(w, r) {
-		return
-	}
-	g.mu.Lock()
-	p, ok := g.products[r.PathValue("token")]
-	g.mu.Unlock()
-	if !ok {
-		apiError(w, http.StatusNotFound, "purchaseTokenNotFound")
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(p)
 }
 
 func apiError(w http.ResponseWriter, code int, reason string) {
