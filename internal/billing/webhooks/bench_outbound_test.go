@@ -206,7 +206,8 @@ const renewalStride = 512
 
 // newRenewalEvents makes the mobile events of subscribers (renewalEventTypes), each a new
 // user, renewalStride subscribers at a time, from the renewal fixture: each event a minute
-// after the one before it, each renewal a month more of the subscription. It gives no id:
+// after the one before it, each renewal a month more of the subscription (the Android one
+// renewed, whose values it replaces). It gives no id:
 // tollgate derives a mobile event's.
 func newRenewalEvents(b *testing.B) func(run string) (id string, body []byte) {
 	template := strings.NewReplacer(
@@ -217,7 +218,7 @@ func newRenewalEvents(b *testing.B) func(run string) (id string, body []byte) {
 		"0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f6a", "{user}",
 		"GPA.3372-8841-2290-55716..1", "{transaction}",
 		"GPA.3372-8841-2290-55716", "{original}",
-	).Replace(string(fixture(b, "mobile/subscription_renewed.json")))
+	).Replace(string(fixture(b, "mobile/subscription_renewed.android.json")))
 	const mobileTime = "2006-01-02T15:04:05.000000-0700"
 	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	pairs := int64(len(renewalEventTypes) / 2)
