@@ -178,7 +178,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c.PublicURL = strings.TrimRight(get("PUBLIC_URL", "http://localhost:"+port), "/")
 	c.DatabaseURL = get("DATABASE_URL", "sqlite:tollgate.db")
 	if path, ok := strings.CutPrefix(c.DatabaseURL, "sqlite://"); ok {
-		// sqlite://tollgate.db would be read as a file named "//tollgate.db" at the root.
+		// A URL with an authority (sqlite://tollgate.db): SQLite would refuse it with an error
+		// that shows its driver options, not the fix.
 		fail("DATABASE_URL", "want sqlite:PATH, without slashes after the colon (sqlite:%s for a file here)", path)
 	} else if !strings.HasPrefix(c.DatabaseURL, "sqlite:") && !strings.HasPrefix(c.DatabaseURL, "postgres://") &&
 		!strings.HasPrefix(c.DatabaseURL, "postgresql://") {
