@@ -11,7 +11,7 @@ import (
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
-	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/billing/playstore"
 	"github.com/tollgate/tollgate/internal/billing/playstore/playstoretest"
 	"github.com/tollgate/tollgate/internal/db"
@@ -25,7 +25,7 @@ const purchaseBundle = "com.example.app"
 // user cannot claim it, and what does not verify changes nothing.
 func TestAppStorePurchases(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		chain, err := appstoretest.New(appstoretest.Options{})
+		chain, err := appstoredev.New(appstoredev.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +41,7 @@ func TestAppStorePurchases(t *testing.T) {
 
 		now := time.Now().Truncate(time.Millisecond)
 		transaction := func(token string, bundle string) string {
-			signed, err := chain.SignTransaction(appstoretest.Transaction{
+			signed, err := chain.SignTransaction(appstoredev.Transaction{
 				OriginalTransactionID: "7000001", TransactionID: "7000001", BundleID: bundle, ProductID: "com.example.team",
 				AppAccountToken: token, Expires: now.Add(30 * 24 * time.Hour),
 			}, now.Add(-time.Second), "Production")
@@ -68,11 +68,11 @@ func TestAppStorePurchases(t *testing.T) {
 			return me.Billing.Plan.Key + " " + status
 		}
 
-		forged, err := appstoretest.New(appstoretest.Options{})
+		forged, err := appstoredev.New(appstoredev.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		forgedJWS, err := forged.SignTransaction(appstoretest.Transaction{OriginalTransactionID: "7000001", BundleID: purchaseBundle, ProductID: "com.example.team"}, now, "Production")
+		forgedJWS, err := forged.SignTransaction(appstoredev.Transaction{OriginalTransactionID: "7000001", BundleID: purchaseBundle, ProductID: "com.example.team"}, now, "Production")
 		if err != nil {
 			t.Fatal(err)
 		}

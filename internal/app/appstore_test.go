@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
@@ -21,7 +21,7 @@ import (
 // APPSTORE_ROOT_CERTS names, and a root file (or Google Play's key file) that cannot be
 // read stops the server.
 func TestAppStoreIsConfigured(t *testing.T) {
-	chain, err := appstoretest.New(appstoretest.Options{})
+	chain, err := appstoredev.New(appstoredev.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestAppStoreIsConfigured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, err := chain.Body(appstoretest.Notification{UUID: "as-1", Type: "TEST", BundleID: "com.example.app", Signed: time.Now()})
+	body, err := chain.Body(appstoredev.Notification{UUID: "as-1", Type: "TEST", BundleID: "com.example.app", Signed: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

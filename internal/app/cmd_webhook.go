@@ -17,7 +17,7 @@ import (
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/adapty"
-	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/billing/webhooks"
@@ -149,9 +149,9 @@ func signedRequest(ctx context.Context, e env, provider, signatureHeader, url st
 // APPSTORE_TEST_CHAIN, made on first use, and says which roots the server must pin.
 func signAppStore(e env, body []byte) ([]byte, error) {
 	path := e.cfg.AppStore.TestChain
-	chain, err := appstoretest.Load(path)
+	chain, err := appstoredev.Load(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if chain, err = appstoretest.New(appstoretest.Options{}); err == nil {
+		if chain, err = appstoredev.New(appstoredev.Options{}); err == nil {
 			if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
 				err = chain.Save(path)
 			}
@@ -179,7 +179,7 @@ var testEvents = map[string]struct {
 }{
 	billing.ProviderWeb:       {stripe.LooksLike, stripe.ForUser, stripe.MoveToNow},
 	billing.ProviderMobile:    {adapty.LooksLike, adapty.ForUser, adapty.MoveToNow},
-	billing.ProviderAppStore:  {appstoretest.LooksLike, appstoretest.ForUser, appstoretest.MoveToNow},
+	billing.ProviderAppStore:  {appstoredev.LooksLike, appstoredev.ForUser, appstoredev.MoveToNow},
 	billing.ProviderPlayStore: {playdev.LooksLike, playdev.ForUser, playdev.MoveToNow},
 }
 

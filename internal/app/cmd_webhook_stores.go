@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
 	"github.com/tollgate/tollgate/internal/config"
@@ -23,7 +23,7 @@ import (
 // the local test chain.
 func appStoreSettings(e env) string {
 	return fmt.Sprintf("APPSTORE_BUNDLE_ID=%s APPSTORE_ROOT_CERTS=%s", cmp.Or(e.cfg.AppStore.BundleID, fixturesBundle),
-		appstoretest.RootPath(e.cfg.AppStore.TestChain))
+		appstoredev.RootPath(e.cfg.AppStore.TestChain))
 }
 
 // fixturesBundle is the app the App Store fixtures are about.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 )
 
 // "webhook send" says what became of the event; with --now the README's worked example
@@ -108,7 +108,7 @@ func TestWebhookSendForAUserOnTheDevelopmentPort(t *testing.T) {
 func TestWebhookSendAppStore(t *testing.T) {
 	ctx := context.Background()
 	chainPath := filepath.Join(t.TempDir(), "chain.pem")
-	chain, err := appstoretest.New(appstoretest.Options{})
+	chain, err := appstoredev.New(appstoredev.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestWebhookSendAppStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := testEnv(t, map[string]string{
-		"APPSTORE_BUNDLE_ID": "com.example.app", "APPSTORE_ROOT_CERTS": appstoretest.RootPath(chainPath), "APPSTORE_TEST_CHAIN": chainPath,
+		"APPSTORE_BUNDLE_ID": "com.example.app", "APPSTORE_ROOT_CERTS": appstoredev.RootPath(chainPath), "APPSTORE_TEST_CHAIN": chainPath,
 	})
 	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
 		t.Fatalf("plans sync: %s", errOut)
@@ -125,7 +125,7 @@ func TestWebhookSendAppStore(t *testing.T) {
 	const file = "../billing/testdata/appstore/subscribed.json"
 	code, out, errOut := runCmd(ctx, env, "webhook", "send", "--provider", "appstore", "--file", file, "--now")
 	if want := `outcome: applied\nuser 5a4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d: plan pro, active until \S+\n$`; code != 0 || !regexp.MustCompile(want).MatchString(out) ||
-		!strings.Contains(errOut, "APPSTORE_ROOT_CERTS="+appstoretest.RootPath(chainPath)) {
+		!strings.Contains(errOut, "APPSTORE_ROOT_CERTS="+appstoredev.RootPath(chainPath)) {
 		t.Fatalf("webhook send --provider appstore: exit %d\n%s%s", code, out, errOut)
 	}
 	if code, _, errOut := runCmd(ctx, env, "webhook", "send", "--provider", "web", "--file", file); code == 0 || !strings.Contains(errOut, "--provider appstore") {

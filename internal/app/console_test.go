@@ -14,7 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/identity/identitytest"
@@ -32,7 +32,7 @@ type consoleHistory struct {
 
 // consoleEnv is the environment of the console's tests: the App Store heard directly too,
 // under a test chain.
-func consoleEnv(t *testing.T, chain *appstoretest.Chain, vars map[string]string) map[string]string {
+func consoleEnv(t *testing.T, chain *appstoredev.Chain, vars map[string]string) map[string]string {
 	roots := filepath.Join(t.TempDir(), "roots.pem")
 	if err := os.WriteFile(roots, chain.RootPEM(), 0o600); err != nil {
 		t.Fatal(err)
@@ -41,15 +41,15 @@ func consoleEnv(t *testing.T, chain *appstoretest.Chain, vars map[string]string)
 	return testEnv(t, vars)
 }
 
-func newTestChain(t *testing.T) *appstoretest.Chain {
-	chain, err := appstoretest.New(appstoretest.Options{})
+func newTestChain(t *testing.T) *appstoredev.Chain {
+	chain, err := appstoredev.New(appstoredev.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return chain
 }
 
-func seedConsoleHistory(t *testing.T, base string, fake *identitytest.Fake, chain *appstoretest.Chain) consoleHistory {
+func seedConsoleHistory(t *testing.T, base string, fake *identitytest.Fake, chain *appstoredev.Chain) consoleHistory {
 	t.Helper()
 	now := time.Now().UTC()
 	var h consoleHistory
@@ -100,8 +100,8 @@ func seedConsoleHistory(t *testing.T, base string, fake *identitytest.Fake, chai
 	}
 
 	purchased := now.Add(-5 * time.Minute)
-	body, err := chain.Body(appstoretest.Notification{UUID: "console-as-1", Type: "SUBSCRIBED", Subtype: "INITIAL_BUY", BundleID: "com.example.app", Signed: now,
-		Transaction: &appstoretest.Transaction{OriginalTransactionID: "2000000777", TransactionID: "2000000777", BundleID: "com.example.app",
+	body, err := chain.Body(appstoredev.Notification{UUID: "console-as-1", Type: "SUBSCRIBED", Subtype: "INITIAL_BUY", BundleID: "com.example.app", Signed: now,
+		Transaction: &appstoredev.Transaction{OriginalTransactionID: "2000000777", TransactionID: "2000000777", BundleID: "com.example.app",
 			ProductID: "com.example.app.pro.monthly", AppAccountToken: h.appStore, Purchased: purchased, Expires: purchased.AddDate(0, 1, 0),
 			Price: 4990, Currency: "GBP"}})
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 )
 
 // Every provider's lifecycle fixtures, sent with "webhook send --now --user" in the order
@@ -27,13 +27,13 @@ func TestLifecycleFixturesMoveThePlan(t *testing.T) {
 	// A server that does not hear the App Store: the first send makes the local chain and
 	// names both settings the server needs.
 	stop := startServe(t, env)
-	settings := "APPSTORE_BUNDLE_ID=com.example.app APPSTORE_ROOT_CERTS=" + appstoretest.RootPath(chain)
+	settings := "APPSTORE_BUNDLE_ID=com.example.app APPSTORE_ROOT_CERTS=" + appstoredev.RootPath(chain)
 	if code, _, errOut := runCmd(ctx, env, "webhook", "send", "--provider", "appstore", "--file", "../billing/testdata/appstore/subscribed.json"); code == 0 ||
 		!strings.Contains(errOut, "404 Not Found; the server hears notifications signed with the local test chain when started with "+settings) {
 		t.Fatalf("an App Store send to a server without it: exit %d %q", code, errOut)
 	}
 	stop()
-	env["APPSTORE_BUNDLE_ID"], env["APPSTORE_ROOT_CERTS"] = "com.example.app", appstoretest.RootPath(chain)
+	env["APPSTORE_BUNDLE_ID"], env["APPSTORE_ROOT_CERTS"] = "com.example.app", appstoredev.RootPath(chain)
 	startServe(t, env)
 
 	const (

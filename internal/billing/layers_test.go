@@ -118,3 +118,30 @@ func TestFilesAndFunctionsStaySmall(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNoTestKitInTheProduct: a test kit (a package named …test) is for tests: test kits
+// may import one another, but no other package of the module imports one, so that none is
+// built into the binary.
+func TestNoTestKitInTheProduct(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	isKit := func(pkg string) bool { return strings.HasSuffix(pkg, "test") && strings.HasPrefix(pkg, module) }
+	kits := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if isKit(fields[0]) {
+			kits++
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if isKit(imp) {
+				t.Errorf("%s imports the test kit %s", strings.TrimPrefix(fields[0], module), strings.TrimPrefix(imp, module))
+			}
+		}
+	}
+	if kits == 0 {
+		t.Fatal("no test kit found: the check checks nothing")
+	}
+}

@@ -14,16 +14,16 @@ import (
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
-	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 )
 
 const bundle = "com.example.app"
 
 var signed = time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 
-func chain(t *testing.T, opts appstoretest.Options) *appstoretest.Chain {
+func chain(t *testing.T, opts appstoredev.Options) *appstoredev.Chain {
 	t.Helper()
-	c, err := appstoretest.New(opts)
+	c, err := appstoredev.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,17 +39,17 @@ func adapter(t *testing.T, roots []byte) *appstore.Adapter {
 	return a
 }
 
-func subscribed() appstoretest.Notification {
-	return appstoretest.Notification{
+func subscribed() appstoredev.Notification {
+	return appstoredev.Notification{
 		UUID: "2f6f3ac0-1f3c-4d4e-9d1c-7a8b9c0d1e2f", Type: "SUBSCRIBED", Subtype: "INITIAL_BUY", BundleID: bundle, Signed: signed,
-		Transaction: &appstoretest.Transaction{
+		Transaction: &appstoredev.Transaction{
 			OriginalTransactionID: "2000000111", TransactionID: "2000000111", BundleID: bundle, ProductID: "com.example.app.pro.monthly",
 			AppAccountToken: "5A4C8162-3B1E-4F7A-9D2C-8E6F0A1B2C3D", Expires: signed.Add(30 * 24 * time.Hour), Price: 9990, Currency: "USD",
 		},
 	}
 }
 
-func body(t *testing.T, c *appstoretest.Chain, n appstoretest.Notification) []byte {
+func body(t *testing.T, c *appstoredev.Chain, n appstoredev.Notification) []byte {
 	t.Helper()
 	b, err := c.Body(n)
 	if err != nil {
@@ -61,7 +61,7 @@ func body(t *testing.T, c *appstoretest.Chain, n appstoretest.Notification) []by
 // A notification signed by a chain to the pinned root verifies, and reads into the facts
 // of its subscription.
 func TestAVerifiedNotificationReadsIntoFacts(t *testing.T) {
-	c := chain(t, appstoretest.Options{})
+	c := chain(t, appstoredev.Options{})
 	a := adapter(t, c.RootPEM())
 	raw := body(t, c, subscribed())
 	if err := a.Verify(nil, raw, time.Now()); err != nil {
@@ -93,7 +93,7 @@ func TestAVerifiedNotificationReadsIntoFacts(t *testing.T) {
 
 // Apple's root is pinned by default: a chain of ours does not verify against it.
 func TestAppleRootIsPinnedByDefault(t *testing.T) {
-	c := chain(t, appstoretest.Options{})
+	c := chain(t, appstoredev.Options{})
 	if err := adapter(t, nil).Verify(nil, body(t, c, subscribed()), time.Now()); err == nil {
 		t.Fatal("a test chain verified against Apple's root")
 	}
@@ -101,7 +101,7 @@ func TestAppleRootIsPinnedByDefault(t *testing.T) {
 
 // tamper replaces the payload of the signed transaction inside a signed payload's claims,
 // keeping its signature.
-func tamperTransaction(t *testing.T, c *appstoretest.Chain, n appstoretest.Notification) []byte {
+func tamperTransaction(t *testing.T, c *appstoredev.Chain, n appstoredev.Notification) []byte {
 	t.Helper()
 	other := *n.Transaction
 	other.AppAccountToken = "00000000-0000-4000-8000-000000000666"
@@ -127,13 +127,13 @@ func tamperTransaction(t *testing.T, c *appstoretest.Chain, n appstoretest.Notif
 
 // Every forgery is refused before anything is stored.
 func TestForgeriesAreRefused(t *testing.T) {
-	good := chain(t, appstoretest.Options{})
+	good := chain(t, appstoredev.Options{})
 	a := adapter(t, good.RootPEM())
 	otherKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	selfSigned := chain(t, appstoretest.Options{})
+	selfSigned := chain(t, appstoredev.Options{})
 	selfSigned.Intermediate, selfSigned.Root = good.Intermediate, good.Root // the leaf is no one's but its own
 	forTheirApp := subscribed()
 	forTheirApp.BundleID = "com.example.other"
@@ -148,11 +148,11 @@ func TestForgeriesAreRefused(t *testing.T) {
 		name string
 		body []byte
 	}{
-		{"a chain to another root", body(t, chain(t, appstoretest.Options{}), subscribed())},
+		{"a chain to another root", body(t, chain(t, appstoredev.Options{}), subscribed())},
 		{"a leaf not issued by the intermediate", body(t, selfSigned, subscribed())},
-		{"a leaf without Apple's marker", body(t, rootedAt(t, good, appstoretest.Options{NoLeafMarker: true}), subscribed())},
-		{"an intermediate without Apple's marker", body(t, rootedAt(t, good, appstoretest.Options{NoIntermediateMarker: true}), subscribed())},
-		{"a leaf expired when it signed", body(t, rootedAt(t, good, appstoretest.Options{LeafNotAfter: signed.Add(-time.Hour)}), subscribed())},
+		{"a leaf without Apple's marker", body(t, rootedAt(t, good, appstoredev.Options{NoLeafMarker: true}), subscribed())},
+		{"an intermediate without Apple's marker", body(t, rootedAt(t, good, appstoredev.Options{NoIntermediateMarker: true}), subscribed())},
+		{"a leaf expired when it signed", body(t, rootedAt(t, good, appstoredev.Options{LeafNotAfter: signed.Add(-time.Hour)}), subscribed())},
 		{"a payload signed by a key the leaf does not hold", anotherKeyBody},
 		{"a tampered nested transaction", tamperTransaction(t, good, subscribed())},
 		{"another app's notification", body(t, good, forTheirApp)},
@@ -173,7 +173,7 @@ func TestForgeriesAreRefused(t *testing.T) {
 }
 
 // rootedAt is a chain under good's root, bent by opts: only the part opts names is wrong.
-func rootedAt(t *testing.T, good *appstoretest.Chain, opts appstoretest.Options) *appstoretest.Chain {
+func rootedAt(t *testing.T, good *appstoredev.Chain, opts appstoredev.Options) *appstoredev.Chain {
 	t.Helper()
 	c, err := good.Reissue(opts)
 	if err != nil {
@@ -206,7 +206,7 @@ func unsigned(t *testing.T) string {
 
 // A notification from an environment not applied is answered and recorded nowhere.
 func TestOtherEnvironmentsAreAnsweredNotRecorded(t *testing.T) {
-	c := chain(t, appstoretest.Options{})
+	c := chain(t, appstoredev.Options{})
 	a := adapter(t, c.RootPEM())
 	n := subscribed()
 	n.Environment = "Sandbox"

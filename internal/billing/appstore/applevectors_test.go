@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing/appstore"
-	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 )
 
 func appleFile(t *testing.T, name string) []byte {
@@ -70,7 +70,7 @@ func TestEmptyRootsAreRefused(t *testing.T) {
 // appData, not data or summary: verified as Apple's libraries verify them, answered,
 // stored, and changing nothing. Their environment filters them like any notification's.
 func TestNotificationsWithoutDataOrSummary(t *testing.T) {
-	c := chain(t, appstoretest.Options{})
+	c := chain(t, appstoredev.Options{})
 	for _, tc := range []struct {
 		file         string
 		environments []string

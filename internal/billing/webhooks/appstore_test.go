@@ -11,7 +11,7 @@ import (
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
-	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
@@ -19,7 +19,7 @@ import (
 const testBundle = "com.example.app"
 
 // withAppStore adds the App Store, pinned to chain's root.
-func withAppStore(t testing.TB, chain *appstoretest.Chain) harnessOption {
+func withAppStore(t testing.TB, chain *appstoredev.Chain) harnessOption {
 	a, err := appstore.New(appstore.Config{BundleID: testBundle, RootCerts: chain.RootPEM(), Environments: []string{"Production"}})
 	if err != nil {
 		t.Fatal(err)
@@ -27,15 +27,15 @@ func withAppStore(t testing.TB, chain *appstoretest.Chain) harnessOption {
 	return func(o *options) { o.extra = append(o.extra, a) }
 }
 
-func newChain(t testing.TB) *appstoretest.Chain {
-	c, err := appstoretest.New(appstoretest.Options{})
+func newChain(t testing.TB) *appstoredev.Chain {
+	c, err := appstoredev.New(appstoredev.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func (h *harness) sendAppStore(c *appstoretest.Chain, n appstoretest.Notification) *httptest.ResponseRecorder {
+func (h *harness) sendAppStore(c *appstoredev.Chain, n appstoredev.Notification) *httptest.ResponseRecorder {
 	h.t.Helper()
 	body, err := c.Body(n)
 	if err != nil {
@@ -46,10 +46,10 @@ func (h *harness) sendAppStore(c *appstoretest.Chain, n appstoretest.Notificatio
 
 // appStoreNotification is a notification of type about subscription sub of user, signed at
 // signed, whose transaction expires at expires.
-func appStoreNotification(id, typ, subtype, sub, user string, signed, expires time.Time) appstoretest.Notification {
-	return appstoretest.Notification{
+func appStoreNotification(id, typ, subtype, sub, user string, signed, expires time.Time) appstoredev.Notification {
+	return appstoredev.Notification{
 		UUID: id, Type: typ, Subtype: subtype, BundleID: testBundle, Signed: signed,
-		Transaction: &appstoretest.Transaction{
+		Transaction: &appstoredev.Transaction{
 			OriginalTransactionID: sub, TransactionID: sub + "-" + id, BundleID: testBundle, ProductID: "com.example.app.pro.monthly",
 			AppAccountToken: user, Expires: expires, Price: 9990, Currency: "USD",
 		},
@@ -67,25 +67,25 @@ func TestAppStoreStatesReachTheAnswer(t *testing.T) {
 		h := newHarness(t, d, withAppStore(t, chain))
 		for i, tc := range []struct {
 			typ, subtype string
-			edit         func(n *appstoretest.Notification)
+			edit         func(n *appstoredev.Notification)
 			want         string // subscribed status plan period-end
 		}{
 			{"SUBSCRIBED", "INITIAL_BUY", nil, "true active pro " + stamp(ahead)},
-			{"SUBSCRIBED", "INITIAL_BUY", func(n *appstoretest.Notification) { n.Transaction.FreeTrial = true }, "true trialing pro " + stamp(ahead)},
+			{"SUBSCRIBED", "INITIAL_BUY", func(n *appstoredev.Notification) { n.Transaction.FreeTrial = true }, "true trialing pro " + stamp(ahead)},
 			{"DID_RENEW", "", nil, "true active pro " + stamp(ahead)},
 			{"OFFER_REDEEMED", "", nil, "true active pro " + stamp(ahead)},
 			{"RENEWAL_EXTENDED", "", nil, "true active pro " + stamp(ahead)},
 			{"REFUND_REVERSED", "", nil, "true active pro " + stamp(ahead)},
-			{"DID_CHANGE_RENEWAL_PREF", "UPGRADE", func(n *appstoretest.Notification) { n.Transaction.ProductID = "pro_subscription" }, "true active pro " + stamp(ahead)},
+			{"DID_CHANGE_RENEWAL_PREF", "UPGRADE", func(n *appstoredev.Notification) { n.Transaction.ProductID = "pro_subscription" }, "true active pro " + stamp(ahead)},
 			{"DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", nil, "true cancelled pro " + stamp(ahead)},
 			{"DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_ENABLED", nil, "true active pro " + stamp(ahead)},
-			{"DID_FAIL_TO_RENEW", "GRACE_PERIOD", func(n *appstoretest.Notification) { n.Transaction.Expires, n.GraceUntil = behind, grace }, "true past_due pro " + stamp(grace)},
-			{"DID_FAIL_TO_RENEW", "", func(n *appstoretest.Notification) { n.Transaction.Expires = behind }, "false past_due free " + stamp(behind)},
+			{"DID_FAIL_TO_RENEW", "GRACE_PERIOD", func(n *appstoredev.Notification) { n.Transaction.Expires, n.GraceUntil = behind, grace }, "true past_due pro " + stamp(grace)},
+			{"DID_FAIL_TO_RENEW", "", func(n *appstoredev.Notification) { n.Transaction.Expires = behind }, "false past_due free " + stamp(behind)},
 			{"EXPIRED", "VOLUNTARY", nil, "false expired free " + stamp(fixtureNow.Add(-time.Minute))},
 			{"GRACE_PERIOD_EXPIRED", "", nil, "false expired free " + stamp(fixtureNow.Add(-time.Minute))},
 			{"REFUND", "", nil, "false refunded free " + stamp(fixtureNow.Add(-time.Minute))},
 			{"REVOKE", "", nil, "false refunded free " + stamp(fixtureNow.Add(-time.Minute))},
-			{"ONE_TIME_CHARGE", "", func(n *appstoretest.Notification) {
+			{"ONE_TIME_CHARGE", "", func(n *appstoredev.Notification) {
 				n.Transaction.Expires, n.Transaction.Type = time.Time{}, "Non-Consumable"
 			}, "true active pro none"},
 		} {
@@ -138,15 +138,15 @@ func TestAppStoreAnswersWithoutApplying(t *testing.T) {
 		noUser := appStoreNotification("as-no-user", "SUBSCRIBED", "", "4002", "", signed, fixtureNow.Add(time.Hour))
 		for _, tc := range []struct {
 			name    string
-			n       appstoretest.Notification
-			chain   *appstoretest.Chain
+			n       appstoredev.Notification
+			chain   *appstoredev.Chain
 			code    int
 			outcome string
 			stored  int
 		}{
 			{"sandbox filtered out", sandbox, chain, http.StatusOK, "environment_filtered", 0},
 			{"a forged chain", appStoreNotification("as-forged", "SUBSCRIBED", "", "4003", user, signed, fixtureNow.Add(time.Hour)), newChain(t), http.StatusUnauthorized, "", 0}, // a refusal says no outcome
-			{"the test notification", appstoretest.Notification{UUID: "as-test", Type: "TEST", BundleID: testBundle, Signed: signed}, chain, http.StatusOK, billing.OutcomeIgnored, 1},
+			{"the test notification", appstoredev.Notification{UUID: "as-test", Type: "TEST", BundleID: testBundle, Signed: signed}, chain, http.StatusOK, billing.OutcomeIgnored, 1},
 			{"a type that changes nothing", appStoreNotification("as-price", "PRICE_INCREASE", "PENDING", "4004", user, signed, fixtureNow.Add(time.Hour)), chain, http.StatusOK, billing.OutcomeIgnored, 2},
 			{"no appAccountToken", noUser, chain, http.StatusOK, billing.OutcomeUnresolved, 3},
 			{"a downgrade, which waits for renewal", appStoreNotification("as-down", "DID_CHANGE_RENEWAL_PREF", "DOWNGRADE", "4005", user, signed, fixtureNow.Add(time.Hour)), chain, http.StatusOK, billing.OutcomeIgnored, 4},
@@ -172,9 +172,9 @@ func TestAppStoreOrderAndDuplicates(t *testing.T) {
 		chain := newChain(t)
 		h := newHarness(t, d, withAppStore(t, chain))
 		t0 := fixtureNow.Add(-20 * 24 * time.Hour)
-		life := func(sub string) map[string]appstoretest.Notification {
+		life := func(sub string) map[string]appstoredev.Notification {
 			user := "00000000-0000-4000-8000-000000000800"
-			return map[string]appstoretest.Notification{
+			return map[string]appstoredev.Notification{
 				"subscribed": appStoreNotification(sub+"-1", "SUBSCRIBED", "INITIAL_BUY", sub, user, t0, t0.Add(7*24*time.Hour)),
 				"renewed":    appStoreNotification(sub+"-2", "DID_RENEW", "", sub, user, t0.Add(7*24*time.Hour), t0.Add(14*24*time.Hour)),
 				"cancelled":  appStoreNotification(sub+"-3", "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", sub, user, t0.Add(8*24*time.Hour), t0.Add(14*24*time.Hour)),
@@ -208,7 +208,7 @@ func TestAppStoreOrderAndDuplicates(t *testing.T) {
 func TestAppStoreForgeriesStoreNothing(t *testing.T) {
 	chain := newChain(t)
 	h := newHarness(t, dbtest.SQLite(t), withAppStore(t, chain))
-	reissue := func(opts appstoretest.Options) *appstoretest.Chain {
+	reissue := func(opts appstoredev.Options) *appstoredev.Chain {
 		c, err := chain.Reissue(opts)
 		if err != nil {
 			t.Fatal(err)
@@ -219,11 +219,11 @@ func TestAppStoreForgeriesStoreNothing(t *testing.T) {
 	n := appStoreNotification("as-forged", "SUBSCRIBED", "", "8001", "00000000-0000-4000-8000-000000000990", signed, fixtureNow.Add(time.Hour))
 	otherApp := n
 	otherApp.BundleID = "com.example.other"
-	for name, c := range map[string]*appstoretest.Chain{
+	for name, c := range map[string]*appstoredev.Chain{
 		"a chain to another root":       newChain(t),
-		"a leaf without the marker":     reissue(appstoretest.Options{NoLeafMarker: true}),
-		"an intermediate without it":    reissue(appstoretest.Options{NoIntermediateMarker: true}),
-		"a leaf expired when it signed": reissue(appstoretest.Options{LeafNotAfter: signed.Add(-time.Hour)}),
+		"a leaf without the marker":     reissue(appstoredev.Options{NoLeafMarker: true}),
+		"an intermediate without it":    reissue(appstoredev.Options{NoIntermediateMarker: true}),
+		"a leaf expired when it signed": reissue(appstoredev.Options{LeafNotAfter: signed.Add(-time.Hour)}),
 	} {
 		if rec := h.sendAppStore(c, n); rec.Code != http.StatusUnauthorized {
 			t.Errorf("%s: %d, want 401", name, rec.Code)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/playstore/playstoretest"
 	"github.com/tollgate/tollgate/internal/db"
@@ -30,7 +30,7 @@ func TestAppStoreLinkedPurchaseKeepsItsUser(t *testing.T) {
 		h := newHarness(t, d, withAppStore(t, chain))
 		ctx := context.Background()
 		first, renewed := fixtureNow.Add(30*day), fixtureNow.Add(60*day)
-		signed, err := chain.SignTransaction(appstoretest.Transaction{
+		signed, err := chain.SignTransaction(appstoredev.Transaction{
 			OriginalTransactionID: "8000001", TransactionID: "8000001", BundleID: testBundle,
 			ProductID: "com.example.app.pro.monthly", Expires: first,
 		}, fixtureNow.Add(-time.Hour), "Production")
@@ -110,7 +110,7 @@ func TestAppStoreUnresolvedBeforeTheLinkReplays(t *testing.T) {
 		if rec.Header().Get(HeaderOutcome) != billing.OutcomeUnresolved {
 			t.Fatalf("a renewal of a subscription nobody is linked to: %d %q", rec.Code, rec.Header().Get(HeaderOutcome))
 		}
-		signed, err := chain.SignTransaction(appstoretest.Transaction{
+		signed, err := chain.SignTransaction(appstoredev.Transaction{
 			OriginalTransactionID: "8000002", TransactionID: "8000002", BundleID: testBundle,
 			ProductID: "com.example.app.pro.monthly", Expires: fixtureNow.Add(30 * day),
 		}, fixtureNow.Add(-time.Hour), "Production")

@@ -1,8 +1,9 @@
-// Package appstoretest builds certificate chains shaped as Apple's (a root, an
-// intermediate with Apple's WWDR marker, a leaf with the receipt-signing marker) and signs
-// App Store objects with them, so that tests and `tollgate webhook send` can produce
-// notifications the App Store adapter verifies once APPSTORE_ROOT_CERTS names the root.
-package appstoretest
+// Package appstoredev builds certificate chains shaped as Apple's (a root, an intermediate
+// with Apple's WWDR marker, a leaf with the receipt-signing marker) and signs App Store
+// objects with them, so that `tollgate webhook send --provider appstore` can produce
+// notifications the App Store adapter verifies once APPSTORE_ROOT_CERTS names the root: a
+// feature of the product, for trying the App Store locally. The tests sign with it too.
+package appstoredev
 
 import (
 	"crypto/ecdsa"

@@ -1,4 +1,4 @@
-package appstoretest
+package appstoredev
 
 // Test notifications written decoded, as `tollgate webhook send --provider appstore` reads
 // them: how to tell one, and the edits --user and --now make before it is signed.

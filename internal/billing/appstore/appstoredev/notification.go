@@ -1,4 +1,4 @@
-package appstoretest
+package appstoredev
 
 import (
 	"cmp"
