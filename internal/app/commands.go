@@ -31,7 +31,7 @@ func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 				// Outside the repository the default file would land wherever the command
 				// runs (cmd/tollgate, say), apart from the database serve uses.
 				return nil, fmt.Errorf("no database at %s and no %s here (%s): run tollgate from the repository root, "+
-					"or set DATABASE_URL=sqlite:%s to create one here", path, DevEnvFile, e.devEnvLooked, db.SQLitePath(e.cfg.DatabaseURL))
+					"or set DATABASE_URL=sqlite:%[1]s to create one here", path, DevEnvFile, e.devEnvLooked)
 			}
 			e.log.Info("creating the database", "path", path)
 		}

@@ -230,18 +230,18 @@ func loadConfig(getenv func(string) string) (_ func(string) string, _ config.Con
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
-		return nil, cfg, "", fmt.Errorf("configuration: %w%s", err, devEnvMissing(env{devEnvLooked: looked}))
+		return nil, cfg, "", fmt.Errorf("configuration: %w%s", err, devEnvMissing(looked))
 	}
 	return getenv, cfg, looked, nil
 }
 
 // devEnvMissing is what to add to a configuration error when .env.development was looked
-// for and not found: the likely cause and its fix.
-func devEnvMissing(e env) string {
-	if e.devEnvLooked == "" {
+// for at looked and not found: the likely cause and its fix.
+func devEnvMissing(looked string) string {
+	if looked == "" {
 		return ""
 	}
-	return fmt.Sprintf(" (no %s at %s: run tollgate from the repository root for the development defaults, or set these variables)", DevEnvFile, e.devEnvLooked)
+	return fmt.Sprintf(" (no %s at %s: run tollgate from the repository root for the development defaults, or set these variables)", DevEnvFile, looked)
 }
 
 // withDevEnvFile layers DevEnvFile under the real environment when APP_ENV is unset or

@@ -159,7 +159,7 @@ func Open(ctx context.Context, getenv func(string) string, logs io.Writer) (*Ser
 func start(ctx context.Context, e env) (*Server, error) {
 	warnings, err := e.cfg.ServeProblems()
 	if err != nil {
-		return nil, fmt.Errorf("configuration: %w%s", err, devEnvMissing(e))
+		return nil, fmt.Errorf("configuration: %w%s", err, devEnvMissing(e.devEnvLooked))
 	}
 	d, err := openDB(ctx, e, e.cfg.AutoMigrate)
 	if err != nil {

@@ -5,9 +5,9 @@ package billing
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"math/big"
 	"slices"
 
 	"github.com/google/uuid"
@@ -25,8 +25,7 @@ func ForUserID(id, userID string) string {
 		return uuid.NewSHA1(uuid.NameSpaceOID, sum[:]).String()
 	case len(id) >= 12 && isDigits(id):
 		// The first digits stay (a store's ids share a prefix); ten come from the user.
-		digits := fmt.Sprintf("%010s", new(big.Int).Mod(new(big.Int).SetBytes(sum[:]), big.NewInt(1e10)).String())
-		return id[:len(id)-10] + digits
+		return fmt.Sprintf("%s%010d", id[:len(id)-10], binary.BigEndian.Uint64(sum[:8])%1e10)
 	}
 	return id + "_" + hex.EncodeToString(sum[:5])
 }

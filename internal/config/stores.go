@@ -51,18 +51,18 @@ type PlayStore struct {
 	Dev bool
 }
 
-// DevPlayPackage and DevPlayPusher are the app and the push service account of the
+// devPlayPackage and devPlayPusher are the app and the push service account of the
 // development stand-in for Google Play.
 const (
-	DevPlayPackage = "com.example.app"
-	DevPlayPusher  = "pubsub-push@tollgate-dev.iam.gserviceaccount.com"
+	devPlayPackage = "com.example.app"
+	devPlayPusher  = "pubsub-push@tollgate-dev.iam.gserviceaccount.com"
 )
 
 // devPlayStore is Google Play through the development stand-in at publicURL.
 func devPlayStore(publicURL, billingMount string) PlayStore {
 	base := publicURL + DevPlayPath
-	return PlayStore{Dev: true, PackageName: DevPlayPackage, PushAudience: publicURL + "/" + billingMount + "/webhooks/playstore",
-		PushServiceAccount: DevPlayPusher, PushJWKSURL: base + "/certs", APIBase: base + "/"}
+	return PlayStore{Dev: true, PackageName: devPlayPackage, PushAudience: publicURL + "/" + billingMount + "/webhooks/playstore",
+		PushServiceAccount: devPlayPusher, PushJWKSURL: base + "/certs", APIBase: base + "/"}
 }
 
 func loadPlayStore(get func(name, def string) string, fail func(name, format string, args ...any)) PlayStore {

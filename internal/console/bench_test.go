@@ -106,6 +106,7 @@ func BenchmarkConsolePages(b *testing.B) {
 			bare := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "<html></html>") })
 			for _, page := range []struct{ name, path string }{
 				{"bare", ""}, {"overview", "/admin"}, {"customers", "/admin/customers?q=user77@"}, {"search-id", "/admin/customers?q=cus_77"},
+				{"customers-seen-last", "/admin/customers"}, {"search-prefix", "/admin/customers?q=user77"},
 				{"customer", "/admin/customers/00000000-0000-4000-8000-000000000077"}, {"events", "/admin/events"},
 				{"events-page-100", "/admin/events?page=100"}, {"events-unresolved", "/admin/events?outcome=unresolved"},
 				{"deliveries", "/admin/deliveries"}, {"plans", "/admin/plans"},

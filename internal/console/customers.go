@@ -50,8 +50,8 @@ func (c *Console) customers(w http.ResponseWriter, r *http.Request) {
 }
 
 // search gives the ids of the users q finds, at most 50: a user id is that user; anything
-// else finds the e-mail addresses it starts and the provider ids it is, in that order.
-// An empty q gives the users seen last.
+// else finds the e-mail addresses it starts and, unless it holds an @ (which no provider
+// id does), the provider ids it is, in that order. An empty q gives the users seen last.
 func (c *Console) search(ctx context.Context, q string) ([]string, error) {
 	queries := dbq.New(c.opts.DB)
 	switch {
@@ -64,9 +64,11 @@ func (c *Console) search(ctx context.Context, q string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	byID, err := queries.UsersByProviderID(ctx, sql.NullString{String: q, Valid: true})
-	if err != nil {
-		return nil, err
+	var byID []string
+	if !strings.Contains(q, "@") {
+		if byID, err = queries.UsersByProviderID(ctx, sql.NullString{String: q, Valid: true}); err != nil {
+			return nil, err
+		}
 	}
 	var ids []string
 	for _, r := range byEmail {

@@ -3,7 +3,6 @@ package console
 import (
 	"net/http"
 	"sort"
-	"strings"
 
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
@@ -62,8 +61,8 @@ func (c *Console) plans(w http.ResponseWriter, r *http.Request) {
 		}
 		row.Subscribers = subscribed.ByPlan[p.Key]
 		for key, n := range subscribed.ByPlanProvider {
-			if provider, ok := strings.CutPrefix(key, p.Key+"/"); ok {
-				row.ByProvider[provider] = n
+			if key.plan == p.Key {
+				row.ByProvider[key.provider] = n
 			}
 		}
 		sort.Strings(row.Entitlements)

@@ -82,13 +82,17 @@ func standingAt(subs []dbq.ConsoleSubscriptionsRow, now time.Time) standing {
 
 // countPeople counts the people with an entitling subscription at now under each key the
 // subscriptions give: a person with two subscriptions under one key counts once there.
-func countPeople(subs []dbq.ConsoleSubscriptionsRow, now time.Time, key func(dbq.ConsoleSubscriptionsRow) string) map[string]int64 {
-	seen, counts := map[[2]string]bool{}, map[string]int64{}
+func countPeople[K comparable](subs []dbq.ConsoleSubscriptionsRow, now time.Time, key func(dbq.ConsoleSubscriptionsRow) K) map[K]int64 {
+	type person struct {
+		key  K
+		user string
+	}
+	seen, counts := map[person]bool{}, map[K]int64{}
 	for _, s := range subs {
-		k := key(s)
-		if entitling(s, now) && !seen[[2]string{k, s.UserID}] {
-			seen[[2]string{k, s.UserID}] = true
-			counts[k]++
+		p := person{key(s), s.UserID}
+		if entitling(s, now) && !seen[p] {
+			seen[p] = true
+			counts[p.key]++
 		}
 	}
 	return counts
@@ -107,9 +111,12 @@ func entitling(s dbq.ConsoleSubscriptionsRow, now time.Time) bool {
 // people are the subscribers now, counted as people: a person with subscriptions at two
 // providers counts once under each, and once in the total; so with plans.
 type people struct {
-	ByProvider, ByPlan, ByPlanProvider map[string]int64
-	Total                              int64
+	ByProvider, ByPlan map[string]int64
+	ByPlanProvider     map[planProvider]int64
+	Total              int64
 }
+
+type planProvider struct{ plan, provider string }
 
 // currentStanding reads the subscriptions and works out the standing now, and the people
 // subscribed.
@@ -122,8 +129,8 @@ func (c *Console) currentStanding(ctx context.Context) (standing, people, error)
 	p := people{
 		ByProvider:     countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) string { return s.Provider }),
 		ByPlan:         countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) string { return s.PlanKey }),
-		ByPlanProvider: countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) string { return s.PlanKey + "/" + s.Provider }),
-		Total:          countPeople(subs, now, func(dbq.ConsoleSubscriptionsRow) string { return "" })[""],
+		ByPlanProvider: countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) planProvider { return planProvider{s.PlanKey, s.Provider} }),
+		Total:          countPeople(subs, now, func(dbq.ConsoleSubscriptionsRow) struct{} { return struct{}{} })[struct{}{}],
 	}
 	return standingAt(subs, now), p, nil
 }

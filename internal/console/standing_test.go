@@ -64,7 +64,7 @@ func TestSubscribersArePeople(t *testing.T) {
 		{UserID: "cy", Provider: "web", PlanKey: "pro", Status: "expired", CurrentPeriodEnd: ahead},
 	}
 	byProvider := countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) string { return s.Provider })
-	total := countPeople(subs, now, func(dbq.ConsoleSubscriptionsRow) string { return "" })[""]
+	total := countPeople(subs, now, func(dbq.ConsoleSubscriptionsRow) struct{} { return struct{}{} })[struct{}{}]
 	if byProvider["web"] != 2 || byProvider["playstore"] != 1 || len(byProvider) != 2 || total != 2 {
 		t.Errorf("by provider %v, total %d; want web 2, playstore 1, total 2", byProvider, total)
 	}

@@ -67,7 +67,7 @@ func (p *Pipeline) apply(ctx context.Context, w *work, r billing.Reading, eventI
 		}
 	}
 	outcome, err = p.materialise(ctx, w, ps, stored, outcome)
-	if err == nil && order == billing.Supersedes && customerBefore != "" && stored.Customer != customerBefore {
+	if err == nil && order == billing.Supersedes && customerBefore != "" && stored.Customer != "" && stored.Customer != customerBefore {
 		p.customerMoved(ctx, w, ps, customerBefore, stored.Customer)
 	}
 	if err != nil || r.Replaces == "" || r.Replaces == r.Subscription {

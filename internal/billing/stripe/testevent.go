@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,12 +53,7 @@ func ForUser(body []byte, userID string) ([]byte, error) {
 		return nil, errors.New("a web event needs its data.object")
 	}
 	billing.RewriteIDs(top, userID, func(_, value string) bool {
-		for _, prefix := range userScopedPrefixes {
-			if strings.HasPrefix(value, prefix) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(userScopedPrefixes, func(prefix string) bool { return strings.HasPrefix(value, prefix) })
 	})
 	if obj["object"] == "subscription" {
 		metadata, _ := obj["metadata"].(map[string]any)

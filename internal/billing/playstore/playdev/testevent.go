@@ -4,6 +4,7 @@ package playdev
 // a notification and the purchase Google is to report for it, in one file.
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -34,7 +35,7 @@ func LooksLike(top map[string]json.RawMessage) bool {
 // ParseEvent reads a test event file.
 func ParseEvent(body []byte) (Event, error) {
 	var ev Event
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(&ev); err != nil {
 		return ev, fmt.Errorf("not a Google Play test event: %w", err)
