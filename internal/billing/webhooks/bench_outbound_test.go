@@ -1,4 +1,4 @@
-package webhooks
+package webhooks_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 	"github.com/tollgate/tollgate/internal/outbound"
@@ -88,38 +89,38 @@ func compareOutbound(b *testing.B, provider string, nextEvent func(string) (stri
 	for _, engine := range []string{"postgres", "sqlite"} {
 		open := map[string]func(testing.TB) *db.DB{"postgres": dbtest.Postgres, "sqlite": dbtest.SQLite}[engine]
 		b.Run(engine, func(b *testing.B) {
-			off := newHarness(b, open(b), withServeBatching)
-			var on *harness
+			off := billingtest.New(b, open(b), withServeBatching)
+			var on *billingtest.Harness
 			if part >= recorded {
-				on = newHarness(b, open(b), withServeBatching, withOutbound)
+				on = billingtest.New(b, open(b), withServeBatching, billingtest.WithOutbound)
 			} else {
-				on = newHarness(b, open(b), withServeBatching)
+				on = billingtest.New(b, open(b), withServeBatching)
 			}
 			var changes atomic.Int64
 			run := func(context.Context) {}
 			switch part {
 			case detected:
-				on.svc.OnBillingChange(func(context.Context, string) { changes.Add(1) })
+				on.Svc.OnBillingChange(func(context.Context, string) { changes.Add(1) })
 			case delivered:
-				del := outbound.New(on.db, outbound.Options{URL: receiver.URL, Key: []byte("bench-key-bench-key-bench-key"), Clock: on.clock})
-				on.svc.OnBillingChange(func(context.Context, string) { del.Wake() })
+				del := outbound.New(on.DB, outbound.Options{URL: receiver.URL, Key: []byte("bench-key-bench-key-bench-key"), Clock: on.Clock})
+				on.Svc.OnBillingChange(func(context.Context, string) { del.Wake() })
 				run = del.Run
 			}
 			var offRate, onRate sample
-			sendOff := func() sample { return sendProviderFor(b, provider, off.handler, off.clock, nextEvent) }
+			sendOff := func() sample { return sendProviderFor(b, provider, off.Handler, off.Clock, nextEvent) }
 			sendOn := func() sample {
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan struct{})
 				go func() { defer close(done); run(ctx) }()
 				defer func() { cancel(); <-done }()
-				return sendProviderFor(b, provider, on.handler, on.clock, nextEvent)
+				return sendProviderFor(b, provider, on.Handler, on.Clock, nextEvent)
 			}
 			// Not counted: each side's first slice warms its connections, whose
 			// statements Postgres plans anew on each for the first few runs, which
 			// costs the heavier ones more.
 			sendOff()
 			sendOn()
-			warm, _ := outboxCounts(b, on.db)
+			warm, _ := outboxCounts(b, on.DB)
 			changes.Store(0)
 			alternate(b.N, func() { offRate.add(sendOff()) }, func() { onRate.add(sendOn()) })
 			b.ReportMetric(offRate.perSecond(), "off-events/s")
@@ -129,7 +130,7 @@ func compareOutbound(b *testing.B, provider string, nextEvent func(string) (stri
 			case detected:
 				b.ReportMetric(float64(changes.Load())/float64(onRate.events), "changes/event")
 			case recorded, delivered:
-				count, sent := outboxCounts(b, on.db)
+				count, sent := outboxCounts(b, on.DB)
 				if count -= warm; count == 0 {
 					b.Fatal("no event recorded")
 				}
@@ -166,9 +167,9 @@ var checkoutEventTypes = []string{
 // invoice fixture under their type, about the size of the objects they carry.
 func newCheckoutEvents(b *testing.B) func(run string) (id string, body []byte) {
 	applied := map[string]string{
-		"customer.subscription.created": string(fixture(b, "web/customer.subscription.created.json")),
-		"customer.subscription.updated": string(fixture(b, "web/customer.subscription.updated.json")),
-		"invoice.payment_succeeded":     string(fixture(b, "web/invoice.payment_succeeded.json")),
+		"customer.subscription.created": string(billingtest.Fixture(b, "web/customer.subscription.created.json")),
+		"customer.subscription.updated": string(billingtest.Fixture(b, "web/customer.subscription.updated.json")),
+		"invoice.payment_succeeded":     string(billingtest.Fixture(b, "web/invoice.payment_succeeded.json")),
 	}
 	var seq atomic.Int64
 	return func(run string) (string, []byte) {
@@ -218,7 +219,7 @@ func newRenewalEvents(b *testing.B) func(run string) (id string, body []byte) {
 		"0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f6a", "{user}",
 		"GPA.3372-8841-2290-55716..1", "{transaction}",
 		"GPA.3372-8841-2290-55716", "{original}",
-	).Replace(string(fixture(b, "mobile/subscription_renewed.android.json")))
+	).Replace(string(billingtest.Fixture(b, "mobile/subscription_renewed.android.json")))
 	const mobileTime = "2006-01-02T15:04:05.000000-0700"
 	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	pairs := int64(len(renewalEventTypes) / 2)

@@ -1,4 +1,4 @@
-package webhooks
+package webhooks_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/config"
@@ -34,7 +35,7 @@ import (
 //	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench WebhookIngest -benchtime 5s ./internal/billing/webhooks
 func BenchmarkWebhookIngest(b *testing.B) {
 	d := dbtest.Postgres(b)
-	h := newHarness(b, d)
+	h := billingtest.New(b, d)
 	nextEvent := newSubscriptionEvents(b)
 
 	b.Run("direct", func(b *testing.B) {
@@ -42,7 +43,7 @@ func BenchmarkWebhookIngest(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				id, body := nextEvent("direct")
-				if _, err := h.svc.IngestEvent(context.Background(), billing.ProviderWeb, id, "customer.subscription.updated", body); err != nil {
+				if _, err := h.Svc.IngestEvent(context.Background(), billing.ProviderWeb, id, "customer.subscription.updated", body); err != nil {
 					b.Error(err)
 					return
 				}
@@ -62,7 +63,7 @@ var parallelism = max(1, senders/runtime.GOMAXPROCS(0))
 // newSubscriptionEvents makes web events, each a new subscription of a new user on a
 // mapped plan: the full work of ingestion, and a change of that user's billing answer.
 func newSubscriptionEvents(b *testing.B) func(run string) (id string, body []byte) {
-	template := string(fixture(b, "web/customer.subscription.updated.json"))
+	template := string(billingtest.Fixture(b, "web/customer.subscription.updated.json"))
 	var seq atomic.Int64
 	return func(run string) (string, []byte) {
 		n := seq.Add(1)
@@ -79,8 +80,8 @@ func newSubscriptionEvents(b *testing.B) func(run string) (id string, body []byt
 
 // sendOverHTTP posts new events to h's handler over loopback HTTP at senders at once, and
 // reports events/s.
-func sendOverHTTP(b *testing.B, h *harness, nextEvent func(string) (string, []byte)) {
-	srv := httptest.NewServer(h.handler)
+func sendOverHTTP(b *testing.B, h *billingtest.Harness, nextEvent func(string) (string, []byte)) {
+	srv := httptest.NewServer(h.Handler)
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders * 2}}
 	url := srv.URL + "/billing/webhooks/web"
@@ -90,7 +91,7 @@ func sendOverHTTP(b *testing.B, h *harness, nextEvent func(string) (string, []by
 		for pb.Next() {
 			_, body := nextEvent(run)
 			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-			req.Header.Set("Web-Signature", stripe.SignHeader(testWebSecret, h.clock(), body))
+			req.Header.Set("Web-Signature", stripe.SignHeader(billingtest.WebSecret, h.Clock(), body))
 			resp, err := client.Do(req)
 			if err != nil {
 				b.Error(err)
@@ -120,13 +121,13 @@ func BenchmarkIngestVsMinimalReceiver(b *testing.B) {
 	for _, engine := range []string{"postgres", "sqlite"} {
 		open := map[string]func(testing.TB) *db.DB{"postgres": dbtest.Postgres, "sqlite": dbtest.SQLite}[engine]
 		b.Run(engine, func(b *testing.B) {
-			h := newHarness(b, open(b), withServeBatching)
-			minimal := newMinimalReceiver(b, open(b), testWebSecret, h.clock)
+			h := billingtest.New(b, open(b), withServeBatching)
+			minimal := newMinimalReceiver(b, open(b), billingtest.WebSecret, h.Clock)
 			var tollgate, baseline sample
 			alternate(b.N,
-				func() { tollgate.add(sendFor(b, h.handler, h.clock, nextEvent)) },
-				func() { baseline.add(sendFor(b, minimal, h.clock, nextEvent)) })
-			transactions, events := h.batches()
+				func() { tollgate.add(sendFor(b, h.Handler, h.Clock, nextEvent)) },
+				func() { baseline.add(sendFor(b, minimal, h.Clock, nextEvent)) })
+			transactions, events := h.Batches()
 			b.ReportMetric(events/transactions, "events/commit")
 			b.ReportMetric(tollgate.perSecond(), "tollgate-events/s")
 			b.ReportMetric(baseline.perSecond(), "minimal-events/s")
@@ -147,20 +148,20 @@ func BenchmarkIngestVsMinimalReceiver(b *testing.B) {
 //	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench IngestGrowth -benchtime 10x ./internal/billing/webhooks
 func BenchmarkIngestGrowth(b *testing.B) {
 	nextEvent := newSubscriptionEvents(b)
-	small, large := newHarness(b, dbtest.Postgres(b), withServeBatching), newHarness(b, dbtest.Postgres(b), withServeBatching)
-	for h, n := range map[*harness]int{small: 10_000, large: 1_000_000} {
-		if _, err := h.db.Exec(`insert into provider_events (provider, provider_event_id, event_type, received_at, processed_at, created_at, updated_at)
-			select 'web', 'evt_stored_' || g, 'customer.subscription.updated', $1, $1, $1, $1 from generate_series(1, $2) g`, fixtureNow, n); err != nil {
+	small, large := billingtest.New(b, dbtest.Postgres(b), withServeBatching), billingtest.New(b, dbtest.Postgres(b), withServeBatching)
+	for h, n := range map[*billingtest.Harness]int{small: 10_000, large: 1_000_000} {
+		if _, err := h.DB.Exec(`insert into provider_events (provider, provider_event_id, event_type, received_at, processed_at, created_at, updated_at)
+			select 'web', 'evt_stored_' || g, 'customer.subscription.updated', $1, $1, $1, $1 from generate_series(1, $2) g`, billingtest.Now, n); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := h.db.Exec("analyze provider_events"); err != nil {
+		if _, err := h.DB.Exec("analyze provider_events"); err != nil {
 			b.Fatal(err)
 		}
 	}
 	var tenThousand, million sample
 	alternate(b.N,
-		func() { tenThousand.add(sendFor(b, small.handler, small.clock, nextEvent)) },
-		func() { million.add(sendFor(b, large.handler, large.clock, nextEvent)) })
+		func() { tenThousand.add(sendFor(b, small.Handler, small.Clock, nextEvent)) },
+		func() { million.add(sendFor(b, large.Handler, large.Clock, nextEvent)) })
 	b.ReportMetric(tenThousand.perSecond(), "10k-events/s")
 	b.ReportMetric(million.perSecond(), "1M-events/s")
 	b.ReportMetric(million.perSecond()/tenThousand.perSecond(), "ratio")
@@ -231,9 +232,9 @@ func sendProviderFor(b *testing.B, provider string, handler http.Handler, clock 
 				_, body := nextEvent(b.Name())
 				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/billing/webhooks/"+provider, bytes.NewReader(body))
 				if provider == billing.ProviderMobile {
-					req.Header.Set("Authorization", testMobileSecret)
+					req.Header.Set("Authorization", billingtest.MobileSecret)
 				} else {
-					req.Header.Set("Web-Signature", stripe.SignHeader(testWebSecret, clock(), body))
+					req.Header.Set("Web-Signature", stripe.SignHeader(billingtest.WebSecret, clock(), body))
 				}
 				sent := time.Now()
 				resp, err := client.Do(req)
@@ -257,7 +258,7 @@ func sendProviderFor(b *testing.B, provider string, handler http.Handler, clock 
 
 // withServeBatching batches as serve does by default, or as INGEST_BATCH_SIZE and
 // INGEST_BATCH_WAIT in the benchmark's environment say (docs/performance.md).
-func withServeBatching(o *options) {
+func withServeBatching(o *billingtest.Options) {
 	c, err := config.Load(func(name string) string {
 		if strings.HasPrefix(name, "INGEST_BATCH_") {
 			return os.Getenv(name)
@@ -267,5 +268,5 @@ func withServeBatching(o *options) {
 	if err != nil {
 		panic(err)
 	}
-	o.batching = pipeline.Batching{Size: c.Batching.Size, Wait: c.Batching.Wait}
+	o.Batching = pipeline.Batching{Size: c.Batching.Size, Wait: c.Batching.Wait}
 }

@@ -1,4 +1,4 @@
-package webhooks
+package webhooks_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
@@ -136,9 +137,9 @@ func (m *minimalReceiver) signed(header string, body []byte) bool {
 // TestTheMinimalReceiverStoresWhatItIsSent: the baseline does its work, or the comparison
 // would flatter tollgate.
 func TestTheMinimalReceiverStoresWhatItIsSent(t *testing.T) {
-	h := newHarness(t, dbtest.SQLite(t))
-	m := newMinimalReceiver(t, h.db, testWebSecret, h.clock)
-	body := fixture(t, "web/customer.subscription.updated.json")
+	h := billingtest.New(t, dbtest.SQLite(t))
+	m := newMinimalReceiver(t, h.DB, billingtest.WebSecret, h.Clock)
+	body := billingtest.Fixture(t, "web/customer.subscription.updated.json")
 	post := func(signature string) int {
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "/", strings.NewReader(string(body)))
 		req.Header.Set("Web-Signature", signature)
@@ -146,16 +147,16 @@ func TestTheMinimalReceiverStoresWhatItIsSent(t *testing.T) {
 		m.ServeHTTP(rec, req)
 		return rec.Code
 	}
-	if code := post(stripe.SignHeader("another secret", h.clock(), body)); code != http.StatusUnauthorized {
+	if code := post(stripe.SignHeader("another secret", h.Clock(), body)); code != http.StatusUnauthorized {
 		t.Errorf("a wrong signature: %d", code)
 	}
-	if code := post(stripe.SignHeader(testWebSecret, h.clock(), body)); code != http.StatusOK {
+	if code := post(stripe.SignHeader(billingtest.WebSecret, h.Clock(), body)); code != http.StatusOK {
 		t.Fatalf("a signed event: %d", code)
 	}
 	var events, subscriptions int
 	var status string
-	h.db.QueryRow("select count(*) from minimal_events").Scan(&events)
-	h.db.QueryRow("select count(*), max(status) from minimal_subscriptions").Scan(&subscriptions, &status)
+	h.DB.QueryRow("select count(*) from minimal_events").Scan(&events)
+	h.DB.QueryRow("select count(*), max(status) from minimal_subscriptions").Scan(&subscriptions, &status)
 	if events != 1 || subscriptions != 1 || status != "active" {
 		t.Errorf("stored %d events, %d subscriptions (status %q)", events, subscriptions, status)
 	}

@@ -1,4 +1,4 @@
-package webhooks
+package webhooks_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
@@ -24,14 +25,14 @@ func TestDatabaseOutageAnswers503ThenRecovers(t *testing.T) {
 	q.Set("connect_timeout", "2")
 	u.RawQuery = q.Encode()
 	d := dbtest.Open(t, u.String())
-	h := newHarness(t, d)
+	h := billingtest.New(t, d)
 
-	h.mustSend(billing.ProviderWeb, webLifecycle(t, "sub_outage")["created"])
-	updated := webLifecycle(t, "sub_outage")["updated"]
+	h.MustSend(billing.ProviderWeb, billingtest.WebLifecycle(t, "sub_outage")["created"])
+	updated := billingtest.WebLifecycle(t, "sub_outage")["updated"]
 
 	proxy.Cut()
 	for i := range 3 {
-		rec := h.sendWeb(updated)
+		rec := h.SendWeb(updated)
 		if rec.Code != http.StatusServiceUnavailable {
 			t.Fatalf("delivery %d during the outage: %d %s, want 503", i, rec.Code, rec.Body)
 		}
@@ -43,7 +44,7 @@ func TestDatabaseOutageAnswers503ThenRecovers(t *testing.T) {
 	proxy.Start()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		rec := h.sendWeb(updated)
+		rec := h.SendWeb(updated)
 		if rec.Code == http.StatusOK {
 			break
 		}
@@ -61,7 +62,7 @@ func TestDatabaseOutageAnswers503ThenRecovers(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("the retried event is stored %d times, want once", n)
 	}
-	if got := h.canonical(billing.ProviderWeb, "sub_outage"); got == nil || got.Status != billing.StatusActive {
+	if got := h.Canonical(billing.ProviderWeb, "sub_outage"); got == nil || got.Status != billing.StatusActive {
 		t.Fatalf("canonical after recovery: %+v", got)
 	}
 }
@@ -79,8 +80,8 @@ func TestLockedSQLiteAnswers503WithinDBTimeout(t *testing.T) {
 	if _, err := d.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, d)
-	d.WatchRequests(time.Second, h.svc.log, nil)
+	h := billingtest.New(t, d)
+	d.WatchRequests(time.Second, h.Log, nil)
 
 	other, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
@@ -94,17 +95,17 @@ func TestLockedSQLiteAnswers503WithinDBTimeout(t *testing.T) {
 	if _, err := holder.ExecContext(context.Background(), "begin immediate"); err != nil {
 		t.Fatal(err)
 	}
-	event := webLifecycle(t, "sub_locked")["updated"]
+	event := billingtest.WebLifecycle(t, "sub_locked")["updated"]
 	start := time.Now()
-	rec := h.sendWeb(event)
+	rec := h.SendWeb(event)
 	if took := time.Since(start); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || took > 3*time.Second {
 		t.Fatalf("webhook beside a held write lock: %d after %v, want 503 within DB_TIMEOUT", rec.Code, took)
 	}
 	if _, err := holder.ExecContext(context.Background(), "rollback"); err != nil {
 		t.Fatal(err)
 	}
-	h.mustSend(billing.ProviderWeb, event)
-	if got := h.canonical(billing.ProviderWeb, "sub_locked"); got == nil || got.Status != billing.StatusActive {
+	h.MustSend(billing.ProviderWeb, event)
+	if got := h.Canonical(billing.ProviderWeb, "sub_locked"); got == nil || got.Status != billing.StatusActive {
 		t.Fatalf("after the lock was released: %+v", got)
 	}
 }

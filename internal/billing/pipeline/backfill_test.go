@@ -1,4 +1,4 @@
-package webhooks
+package pipeline_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/billing/stripe/stripemock"
@@ -23,7 +24,7 @@ import (
 )
 
 // backfillNow is when the test backfills read their pages: inside the fixtures' period.
-var backfillNow = fixtureNow
+var backfillNow = billingtest.Now
 
 // fakeWebAPI serves GET /v1/subscriptions as the provider does: newest first, pages of
 // `limit` after `starting_after`, narrowed by customer and created[gte]. Each page is
@@ -100,13 +101,13 @@ func (a *fakeWebAPI) startingAfters() []string {
 func apiSubscription(t *testing.T, n int, fn func(obj map[string]any)) json.RawMessage {
 	t.Helper()
 	var event map[string]any
-	if err := json.Unmarshal(fixture(t, "web/customer.subscription.updated.json"), &event); err != nil {
+	if err := json.Unmarshal(billingtest.Fixture(t, "web/customer.subscription.updated.json"), &event); err != nil {
 		t.Fatal(err)
 	}
-	obj := path(event, "data", "object")
+	obj := billingtest.Path(event, "data", "object")
 	obj["id"] = fmt.Sprintf("sub_backfill_%02d", n)
 	obj["customer"] = fmt.Sprintf("cus_backfill_%02d", n)
-	obj["created"] = float64(fixtureCreated - int64(n)*3600)
+	obj["created"] = float64(billingtest.WebCreated - int64(n)*3600)
 	obj["metadata"] = map[string]any{"user_id": backfillUser(n)}
 	if fn != nil {
 		fn(obj)
@@ -127,11 +128,11 @@ func backfillAccount(t *testing.T) []json.RawMessage {
 	return []json.RawMessage{
 		apiSubscription(t, 1, nil), // active, new shape
 		apiSubscription(t, 2, func(o map[string]any) { // active, old shape
-			item := path(o, "items")["data"].([]any)[0].(map[string]any)
+			item := billingtest.Path(o, "items")["data"].([]any)[0].(map[string]any)
 			o["current_period_end"], o["current_period_start"] = item["current_period_end"], item["current_period_start"]
 			delete(item, "current_period_end")
 			delete(item, "current_period_start")
-			path(item, "price")["id"] = "price_old_shape"
+			billingtest.Path(item, "price")["id"] = "price_old_shape"
 		}),
 		apiSubscription(t, 3, func(o map[string]any) { o["status"], o["trial_end"] = "trialing", float64(1791460800) }),
 		apiSubscription(t, 4, func(o map[string]any) { o["status"] = "past_due" }),
@@ -142,7 +143,7 @@ func backfillAccount(t *testing.T) []json.RawMessage {
 		apiSubscription(t, 7, func(o map[string]any) { o["status"] = "incomplete_expired" }),
 		apiSubscription(t, 8, func(o map[string]any) { o["metadata"] = map[string]any{} }), // unknown customer
 		apiSubscription(t, 9, func(o map[string]any) { // unmapped price
-			path(path(o, "items")["data"].([]any)[0].(map[string]any), "price")["id"] = "price_nobody_sells"
+			billingtest.Path(billingtest.Path(o, "items")["data"].([]any)[0].(map[string]any), "price")["id"] = "price_nobody_sells"
 		}),
 	}
 }
@@ -161,8 +162,8 @@ type backfillOptions struct {
 }
 
 // backfill runs a backfill of the web provider through api, as the command does.
-func (h *harness) backfill(ctx context.Context, api *stripe.Client, opts backfillOptions, onPage func(pipeline.BackfillSummary)) backfillRun {
-	h.t.Helper()
+func backfill(ctx context.Context, h *billingtest.Harness, api *stripe.Client, opts backfillOptions, onPage func(pipeline.BackfillSummary)) backfillRun {
+	h.T.Helper()
 	var run backfillRun
 	if opts.PageSize == 0 {
 		opts.PageSize = 3
@@ -175,13 +176,13 @@ func (h *harness) backfill(ctx context.Context, api *stripe.Client, opts backfil
 		return pipeline.Page{Subscriptions: page.Subscriptions, LastID: page.LastID, HasMore: page.HasMore}, err
 	}
 	popts := pipeline.BackfillOptions{Scope: query.Scope(), DryRun: opts.DryRun, Restart: opts.Restart}
-	sum, err := h.svc.Backfill(ctx, billing.ProviderWeb, read, popts, func(c pipeline.BackfillChange) { run.changes = append(run.changes, c) }, func(s pipeline.BackfillSummary) {
+	sum, err := h.Svc.Backfill(ctx, billing.ProviderWeb, read, popts, func(c pipeline.BackfillChange) { run.changes = append(run.changes, c) }, func(s pipeline.BackfillSummary) {
 		if onPage != nil {
 			onPage(s)
 		}
 	})
 	if err != nil {
-		h.t.Fatalf("backfill: %v", err)
+		h.T.Fatalf("backfill: %v", err)
 	}
 	run.sum = sum
 	return run
@@ -192,42 +193,14 @@ func (r backfillRun) counts() string {
 		r.sum.Pages, r.sum.Seen, r.sum.Created, r.sum.Updated, r.sum.Unchanged, r.sum.Unresolved)
 }
 
-// canonicalState renders every canonical row and customer link, for comparing databases.
-func (h *harness) canonicalState() string {
-	h.t.Helper()
-	var b strings.Builder
-	rows, err := h.db.Query(`select ps.provider_subscription_id, s.status, s.current_period_end, p.key, c.user_id, coalesce(c.web_customer_id, '')
-		from subscriptions s
-		join provider_subscriptions ps on ps.id = s.provider_subscription_id
-		join plans p on p.id = s.plan_id
-		join billing_customers c on c.id = s.billing_customer_id
-		order by ps.provider_subscription_id`)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, status, plan, user, customer string
-		var end *time.Time
-		if err := rows.Scan(&id, &status, &end, &plan, &user, &customer); err != nil {
-			h.t.Fatal(err)
-		}
-		fmt.Fprintf(&b, "%s %s %v %s %s %s\n", id, status, end.UTC(), plan, user, customer)
-	}
-	if err := rows.Err(); err != nil {
-		h.t.Fatal(err)
-	}
-	return b.String()
-}
-
 func TestBackfillGivesTheStateWebhooksGive(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
 		account := backfillAccount(t)
 		api, client := newFakeWebAPI(t, account)
 		api.rateLimit = true
-		h := newHarness(t, d)
-		h.setNow(backfillNow)
-		run := h.backfill(context.Background(), client, backfillOptions{}, nil)
+		h := billingtest.New(t, d)
+		h.SetNow(backfillNow)
+		run := backfill(context.Background(), h, client, backfillOptions{}, nil)
 		if got := run.counts(); got != "pages=3 seen=9 created=7 updated=0 unchanged=0 unresolved=2" {
 			t.Fatalf("first run: %s", got)
 		}
@@ -246,18 +219,18 @@ func TestBackfillGivesTheStateWebhooksGive(t *testing.T) {
 		}
 
 		// The same subscriptions delivered as webhooks, each an update at the time of the read.
-		byWebhook := newHarness(t, dbtest.SQLite(t))
-		byWebhook.setNow(backfillNow)
+		byWebhook := billingtest.New(t, dbtest.SQLite(t))
+		byWebhook.SetNow(backfillNow)
 		for i, obj := range account {
-			event := edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+			event := billingtest.Edit(t, billingtest.Fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
 				m["id"], m["created"] = fmt.Sprintf("evt_equivalent_%d", i), float64(backfillNow.Unix())
 				var o map[string]any
 				json.Unmarshal(obj, &o)
 				m["data"] = map[string]any{"object": o}
 			})
-			byWebhook.mustSend(billing.ProviderWeb, event)
+			byWebhook.MustSend(billing.ProviderWeb, event)
 		}
-		got, want := h.canonicalState(), byWebhook.canonicalState()
+		got, want := h.CanonicalState(), byWebhook.CanonicalState()
 		if got != want || strings.Count(got, "\n") != 7 {
 			t.Fatalf("backfill gave\n%s\nwebhooks gave\n%s", got, want)
 		}
@@ -276,47 +249,38 @@ func TestBackfillGivesTheStateWebhooksGive(t *testing.T) {
 
 		// A second run, an hour later, changes nothing at all.
 		tables := []string{"provider_subscriptions", "subscriptions", "billing_customers", "provider_events"}
-		before := h.dumpTables(tables...)
-		h.setNow(backfillNow.Add(time.Hour))
-		again := h.backfill(context.Background(), client, backfillOptions{}, nil)
+		before := h.DumpTables(tables...)
+		h.SetNow(backfillNow.Add(time.Hour))
+		again := backfill(context.Background(), h, client, backfillOptions{}, nil)
 		if got := again.counts(); got != "pages=3 seen=9 created=0 updated=0 unchanged=7 unresolved=2" {
 			t.Fatalf("second run: %s", got)
 		}
-		if after := h.dumpTables(tables...); after != before {
+		if after := h.DumpTables(tables...); after != before {
 			t.Fatalf("the second run changed rows:\nbefore\n%s\nafter\n%s", before, after)
 		}
-		if n := h.countRows("backfill_cursors"); n != 0 {
+		if n := h.CountRows("backfill_cursors"); n != 0 {
 			t.Fatalf("a finished run left %d cursor(s)", n)
 		}
 	})
-}
-
-func (h *harness) countRows(table string) int {
-	h.t.Helper()
-	var n int
-	if err := h.db.QueryRow("select count(*) from " + table).Scan(&n); err != nil {
-		h.t.Fatal(err)
-	}
-	return n
 }
 
 func TestBackfillDryRunReportsAndWritesNothing(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
 		account := backfillAccount(t)
 		_, client := newFakeWebAPI(t, account)
-		h := newHarness(t, d)
-		h.setNow(backfillNow)
+		h := billingtest.New(t, d)
+		h.SetNow(backfillNow)
 		// One subscription is known already, as past_due: the dry run says it would change.
-		h.mustSend(billing.ProviderWeb, edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+		h.MustSend(billing.ProviderWeb, billingtest.Edit(t, billingtest.Fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
 			m["created"] = float64(backfillNow.Unix() - 60)
 			var o map[string]any
 			json.Unmarshal(apiSubscription(t, 1, func(o map[string]any) { o["status"] = "past_due" }), &o)
 			m["data"] = map[string]any{"object": o}
 		}))
 		tables := []string{"provider_subscriptions", "subscriptions", "billing_customers"}
-		before := h.dumpTables(tables...)
-		run := h.backfill(context.Background(), client, backfillOptions{DryRun: true}, nil)
-		if after := h.dumpTables(tables...); after != before || h.countRows("backfill_cursors") != 0 {
+		before := h.DumpTables(tables...)
+		run := backfill(context.Background(), h, client, backfillOptions{DryRun: true}, nil)
+		if after := h.DumpTables(tables...); after != before || h.CountRows("backfill_cursors") != 0 {
 			t.Fatalf("a dry run wrote:\nbefore\n%s\nafter\n%s", before, after)
 		}
 		if got := run.counts(); got != "pages=3 seen=9 created=6 updated=1 unchanged=0 unresolved=2" {
@@ -337,43 +301,43 @@ func TestBackfillResumesWhereItWasInterrupted(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
 		account := backfillAccount(t)
 		api, client := newFakeWebAPI(t, account)
-		h := newHarness(t, d)
-		h.setNow(backfillNow)
+		h := billingtest.New(t, d)
+		h.SetNow(backfillNow)
 
 		// Interrupted (SIGINT) while the first page is processed: that page is finished.
 		ctx, cancel := context.WithCancel(context.Background())
-		first := h.backfill(ctx, client, backfillOptions{}, func(pipeline.BackfillSummary) { cancel() })
+		first := backfill(ctx, h, client, backfillOptions{}, func(pipeline.BackfillSummary) { cancel() })
 		if !first.sum.Interrupted || first.sum.Cursor != "sub_backfill_03" || first.counts() != "pages=1 seen=3 created=3 updated=0 unchanged=0 unresolved=0" {
 			t.Fatalf("interrupted run: %+v", first.sum)
 		}
 		// Another scope does not pick the cursor up.
-		other := h.backfill(context.Background(), client, backfillOptions{Customer: "cus_backfill_05", DryRun: true}, nil)
+		other := backfill(context.Background(), h, client, backfillOptions{Customer: "cus_backfill_05", DryRun: true}, nil)
 		if other.sum.ResumedAfter != "" || other.sum.Seen != 1 || other.changes[0].SubscriptionID != "sub_backfill_05" {
 			t.Fatalf("customer run: %+v", other.sum)
 		}
 
-		resumed := h.backfill(context.Background(), client, backfillOptions{}, nil)
+		resumed := backfill(context.Background(), h, client, backfillOptions{}, nil)
 		if resumed.sum.ResumedAfter != "sub_backfill_03" || resumed.sum.ResumedDone != 3 || resumed.counts() != "pages=2 seen=6 created=4 updated=0 unchanged=0 unresolved=2" {
 			t.Fatalf("resumed run: %+v", resumed.sum)
 		}
 		if got := api.startingAfters(); !slices.Equal(got, []string{"", "", "sub_backfill_03", "sub_backfill_06"}) {
 			t.Fatalf("pages asked for after %q", got)
 		}
-		whole := newHarness(t, dbtest.SQLite(t))
-		whole.setNow(backfillNow)
+		whole := billingtest.New(t, dbtest.SQLite(t))
+		whole.SetNow(backfillNow)
 		_, fresh := newFakeWebAPI(t, account)
-		whole.backfill(context.Background(), fresh, backfillOptions{}, nil)
-		if got, want := h.canonicalState(), whole.canonicalState(); got != want {
+		backfill(context.Background(), whole, fresh, backfillOptions{}, nil)
+		if got, want := h.CanonicalState(), whole.CanonicalState(); got != want {
 			t.Fatalf("interrupted and resumed\n%s\nin one go\n%s", got, want)
 		}
-		if n := h.countRows("backfill_cursors"); n != 0 {
+		if n := h.CountRows("backfill_cursors"); n != 0 {
 			t.Fatalf("%d cursor(s) left after the resumed run finished", n)
 		}
 
 		// --restart forgets a cursor.
 		ctx, cancel = context.WithCancel(context.Background())
-		h.backfill(ctx, client, backfillOptions{}, func(pipeline.BackfillSummary) { cancel() })
-		restarted := h.backfill(context.Background(), client, backfillOptions{Restart: true}, nil)
+		backfill(ctx, h, client, backfillOptions{}, func(pipeline.BackfillSummary) { cancel() })
+		restarted := backfill(context.Background(), h, client, backfillOptions{Restart: true}, nil)
 		if restarted.sum.ResumedAfter != "" || restarted.sum.Seen != 9 {
 			t.Fatalf("restarted run: %+v", restarted.sum)
 		}
@@ -384,11 +348,11 @@ func TestBackfillResumesWhereItWasInterrupted(t *testing.T) {
 // later wins, in whichever order the two arrive, and concurrently too.
 func TestBackfillNeverOverwritesANewerEvent(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d)
-		h.setNow(backfillNow)
+		h := billingtest.New(t, d)
+		h.SetNow(backfillNow)
 		read := backfillNow.Unix()
 		update := func(n int, id string, created int64, status string) []byte {
-			return edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+			return billingtest.Edit(t, billingtest.Fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
 				m["id"], m["created"] = id, float64(created)
 				var o map[string]any
 				json.Unmarshal(apiSubscription(t, n, func(o map[string]any) { o["status"] = status }), &o)
@@ -397,13 +361,13 @@ func TestBackfillNeverOverwritesANewerEvent(t *testing.T) {
 		}
 		account := []json.RawMessage{apiSubscription(t, 1, nil), apiSubscription(t, 2, nil), apiSubscription(t, 3, nil)}
 		_, client := newFakeWebAPI(t, account)
-		h.mustSend(billing.ProviderWeb, update(1, "evt_later", read+60, "past_due"))    // newer than the read
-		h.mustSend(billing.ProviderWeb, update(2, "evt_same_second", read, "past_due")) // as new as the read
-		h.mustSend(billing.ProviderWeb, update(3, "evt_earlier", read-60, "past_due"))  // older: the read wins
-		run := h.backfill(context.Background(), client, backfillOptions{}, nil)
+		h.MustSend(billing.ProviderWeb, update(1, "evt_later", read+60, "past_due"))    // newer than the read
+		h.MustSend(billing.ProviderWeb, update(2, "evt_same_second", read, "past_due")) // as new as the read
+		h.MustSend(billing.ProviderWeb, update(3, "evt_earlier", read-60, "past_due"))  // older: the read wins
+		run := backfill(context.Background(), h, client, backfillOptions{}, nil)
 		for i, want := range []string{billing.StatusPastDue, billing.StatusPastDue, billing.StatusActive} {
 			sub := fmt.Sprintf("sub_backfill_%02d", i+1)
-			if got := h.canonical(billing.ProviderWeb, sub); got == nil || got.Status != want {
+			if got := h.Canonical(billing.ProviderWeb, sub); got == nil || got.Status != want {
 				t.Fatalf("%s: %+v, want %s", sub, got, want)
 			}
 		}
@@ -414,9 +378,9 @@ func TestBackfillNeverOverwritesANewerEvent(t *testing.T) {
 			t.Fatalf("sub 3: %+v", c)
 		}
 		// After the backfill: an event newer than the read applies, an older one does not.
-		h.mustSend(billing.ProviderWeb, update(3, "evt_after_read", read+1, "past_due"))
-		h.mustSend(billing.ProviderWeb, update(3, "evt_before_read", read-30, "active"))
-		if got := h.canonical(billing.ProviderWeb, "sub_backfill_03"); got.Status != billing.StatusPastDue {
+		h.MustSend(billing.ProviderWeb, update(3, "evt_after_read", read+1, "past_due"))
+		h.MustSend(billing.ProviderWeb, update(3, "evt_before_read", read-30, "active"))
+		if got := h.Canonical(billing.ProviderWeb, "sub_backfill_03"); got.Status != billing.StatusPastDue {
 			t.Fatalf("sub 3 after later events: %+v", got)
 		}
 
@@ -429,17 +393,17 @@ func TestBackfillNeverOverwritesANewerEvent(t *testing.T) {
 		var wg sync.WaitGroup
 		for n := 10; n < 22; n++ {
 			wg.Go(func() {
-				rec := h.sendWeb(update(n, fmt.Sprintf("evt_concurrent_%d", n), read+5, "past_due"))
+				rec := h.SendWeb(update(n, fmt.Sprintf("evt_concurrent_%d", n), read+5, "past_due"))
 				if rec.Code != http.StatusOK {
 					t.Errorf("event for %d: %d %s", n, rec.Code, rec.Body)
 				}
 			})
 		}
-		h.backfill(context.Background(), client, backfillOptions{PageSize: 4}, nil)
+		backfill(context.Background(), h, client, backfillOptions{PageSize: 4}, nil)
 		wg.Wait()
 		for n := 10; n < 22; n++ {
 			sub := fmt.Sprintf("sub_backfill_%02d", n)
-			if got := h.canonical(billing.ProviderWeb, sub); got == nil || got.Status != billing.StatusPastDue {
+			if got := h.Canonical(billing.ProviderWeb, sub); got == nil || got.Status != billing.StatusPastDue {
 				t.Fatalf("%s: %+v: the backfill overwrote a newer event", sub, got)
 			}
 		}
@@ -450,10 +414,10 @@ func TestBackfillNeverOverwritesANewerEvent(t *testing.T) {
 // fixture subscription names a customer and a price tollgate does not know.
 func TestBackfillAgainstStripeMock(t *testing.T) {
 	base := stripemock.Start(t)
-	h := newHarness(t, dbtest.SQLite(t))
+	h := billingtest.New(t, dbtest.SQLite(t))
 	client := stripe.NewClient(stripe.Config{Key: "sk_test_123", Base: base, Attempts: 1})
 	for _, opts := range []backfillOptions{{}, {Since: backfillNow, Customer: "cus_123", PageSize: 10}, {DryRun: true}} {
-		run := h.backfill(context.Background(), client, opts, nil)
+		run := backfill(context.Background(), h, client, opts, nil)
 		if run.sum.Seen == 0 || run.sum.Unresolved != run.sum.Seen {
 			t.Fatalf("%+v: %+v", opts, run.sum)
 		}

@@ -1,4 +1,4 @@
-package webhooks
+package reader_test
 
 import (
 	"context"
@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
-
-func withAnswers(o *options) { o.answersMaxAge = time.Minute }
 
 // TestAnswersAreKeptUntilTheyMayChange: a user's answer is read once and kept; this
 // instance's webhooks, usage and plans syncs drop it at once, a period's end and the
@@ -20,11 +19,11 @@ func withAnswers(o *options) { o.answersMaxAge = time.Minute }
 // when the answer expires.
 func TestAnswersAreKeptUntilTheyMayChange(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d, withAnswers)
+		h := billingtest.New(t, d, billingtest.WithAnswers)
 		ctx := context.Background()
 		view := func() billing.BillingView {
 			t.Helper()
-			v, err := h.svc.View(ctx, fixtureUser)
+			v, err := h.Svc.View(ctx, billingtest.FixtureUser)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -35,24 +34,24 @@ func TestAnswersAreKeptUntilTheyMayChange(t *testing.T) {
 		}
 		// Behind tollgate's back: the kept answer stands until it expires.
 		if _, err := d.Exec("insert into usage_counters (user_id, name, period_end, used, created_at, updated_at) values ($1, 'projects', $2, 1, $3, $3)",
-			fixtureUser, billing.MonthEnd(fixtureNow), fixtureNow); err != nil {
+			billingtest.FixtureUser, billing.MonthEnd(billingtest.Now), billingtest.Now); err != nil {
 			t.Fatal(err)
 		}
 		if v := view(); v.Usage["projects"].Used != 0 {
 			t.Fatalf("the answer was read again: used %d", v.Usage["projects"].Used)
 		}
-		h.setNow(fixtureNow.Add(time.Minute))
+		h.SetNow(billingtest.Now.Add(time.Minute))
 		if v := view(); v.Usage["projects"].Used != 1 {
 			t.Fatalf("after the maximum age: used %d, want 1", v.Usage["projects"].Used)
 		}
 
-		h.mustSend(billing.ProviderWeb, fixture(t, "web/customer.subscription.updated.json"))
+		h.MustSend(billing.ProviderWeb, billingtest.Fixture(t, "web/customer.subscription.updated.json"))
 		v := view()
 		if !v.Subscribed || v.Plan.Key != "pro" {
 			t.Fatalf("right after a webhook: %+v", v)
 		}
 		// The pro period counts anew.
-		if _, err := h.svc.RecordUsage(ctx, fixtureUser, "projects", 3); err != nil {
+		if _, err := h.Svc.RecordUsage(ctx, billingtest.FixtureUser, "projects", 3); err != nil {
 			t.Fatal(err)
 		}
 		if got := view().Usage["projects"].Used; got != 3 {
@@ -62,11 +61,11 @@ func TestAnswersAreKeptUntilTheyMayChange(t *testing.T) {
 		if got := view().Entitlements["projects"]; got != int64(10) {
 			t.Fatalf("pro's projects: %v, want 10", got)
 		}
-		plans, err := plans.ParsePlans([]byte(strings.Replace(testPlansYAML, "{name: projects, value: 10}", "{name: projects, value: 25}", 1)))
+		plans, err := plans.ParsePlans([]byte(strings.Replace(billingtest.PlansYAML, "{name: projects, value: 10}", "{name: projects, value: 25}", 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.svc.SyncPlans(ctx, plans); err != nil {
+		if _, err := h.Svc.SyncPlans(ctx, plans); err != nil {
 			t.Fatal(err)
 		}
 		if got := view().Entitlements["projects"]; got != int64(25) {
@@ -74,11 +73,11 @@ func TestAnswersAreKeptUntilTheyMayChange(t *testing.T) {
 		}
 
 		// The subscription's period ends on 2026-11-01 12:00: the answer is not kept past it.
-		h.setNow(time.Date(2026, 11, 1, 11, 59, 30, 0, time.UTC))
+		h.SetNow(time.Date(2026, 11, 1, 11, 59, 30, 0, time.UTC))
 		if !view().Subscribed {
 			t.Fatal("before the period's end: not subscribed")
 		}
-		h.setNow(time.Date(2026, 11, 1, 12, 0, 1, 0, time.UTC))
+		h.SetNow(time.Date(2026, 11, 1, 12, 0, 1, 0, time.UTC))
 		if v := view(); v.Subscribed {
 			t.Fatalf("after the period's end, with no event: still subscribed: %+v", v)
 		}
@@ -89,14 +88,14 @@ func TestAnswersAreKeptUntilTheyMayChange(t *testing.T) {
 // Postgres; the one that keeps the answer is told of the other's webhook by notification.
 func TestAnotherInstancesWebhookChangesThisOnesAnswerWithinASecond(t *testing.T) {
 	url := dbtest.PostgresURL(t)
-	writer := newHarness(t, dbtest.Open(t, url))
-	reader := newHarness(t, dbtest.Open(t, url), withAnswers)
+	writer := billingtest.New(t, dbtest.Open(t, url))
+	reader := billingtest.New(t, dbtest.Open(t, url), billingtest.WithAnswers)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go reader.svc.ListenForChanges(ctx)
+	go reader.Svc.ListenForChanges(ctx)
 
 	subscribed := func() bool {
-		v, err := reader.svc.View(ctx, fixtureUser)
+		v, err := reader.Svc.View(ctx, billingtest.FixtureUser)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +105,7 @@ func TestAnotherInstancesWebhookChangesThisOnesAnswerWithinASecond(t *testing.T)
 		t.Fatal("subscribed before any event")
 	}
 	time.Sleep(100 * time.Millisecond) // the listener is connected by now; if not, it starts afresh anyway
-	writer.mustSend(billing.ProviderWeb, fixture(t, "web/customer.subscription.updated.json"))
+	writer.MustSend(billing.ProviderWeb, billingtest.Fixture(t, "web/customer.subscription.updated.json"))
 	sent := time.Now()
 	for !subscribed() {
 		if time.Since(sent) > time.Second {
@@ -121,35 +120,35 @@ func TestAnotherInstancesWebhookChangesThisOnesAnswerWithinASecond(t *testing.T)
 // uncached reads give, across subscriptions of both providers and usage.
 func TestAKeptAnswerIsTheAnswer(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		kept := newHarness(t, d, withAnswers)
-		plain := newHarness(t, d)
+		kept := billingtest.New(t, d, billingtest.WithAnswers)
+		plain := billingtest.New(t, d)
 		ctx := context.Background()
 		same := func(when string) {
 			t.Helper()
-			a, err := kept.svc.View(ctx, fixtureUser)
+			a, err := kept.Svc.View(ctx, billingtest.FixtureUser)
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := plain.svc.View(ctx, fixtureUser)
+			b, err := plain.Svc.View(ctx, billingtest.FixtureUser)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if asJSON(t, a) != asJSON(t, b) {
-				t.Fatalf("%s: kept %s, read %s", when, asJSON(t, a), asJSON(t, b))
+			if billingtest.JSON(t, a) != billingtest.JSON(t, b) {
+				t.Fatalf("%s: kept %s, read %s", when, billingtest.JSON(t, a), billingtest.JSON(t, b))
 			}
 		}
 		same("a new user")
-		if _, err := kept.svc.RecordUsage(ctx, fixtureUser, "projects", 1); err != nil {
+		if _, err := kept.Svc.RecordUsage(ctx, billingtest.FixtureUser, "projects", 1); err != nil {
 			t.Fatal(err)
 		}
 		same("with usage under the default plan")
-		kept.mustSend(billing.ProviderWeb, fixture(t, "web/customer.subscription.updated.json"))
-		if _, err := kept.svc.RecordUsage(ctx, fixtureUser, "projects", 4); err != nil {
+		kept.MustSend(billing.ProviderWeb, billingtest.Fixture(t, "web/customer.subscription.updated.json"))
+		if _, err := kept.Svc.RecordUsage(ctx, billingtest.FixtureUser, "projects", 4); err != nil {
 			t.Fatal(err)
 		}
 		same("a web subscription and its period's usage")
-		kept.mustSend(billing.ProviderMobile, edit(t, fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
-			m["customer_user_id"] = fixtureUser
+		kept.MustSend(billing.ProviderMobile, billingtest.Edit(t, billingtest.Fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
+			m["customer_user_id"] = billingtest.FixtureUser
 		}))
 		same("and a mobile one")
 	})

@@ -1,4 +1,4 @@
-package webhooks
+package playstore_test
 
 // Google Play's pushes as Pub/Sub delivers them: whose token is Google's, what a push's
 // fields may look like, and what forgeries cannot do.
@@ -15,7 +15,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/playstore/playstoretest"
+	"github.com/tollgate/tollgate/internal/billing/webhooks"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
@@ -24,14 +26,14 @@ import (
 // another app's notification; nothing is stored for any of them.
 func TestPlayPushTokens(t *testing.T) {
 	g := playstoretest.Start(t)
-	h := newHarness(t, dbtest.SQLite(t), withPlayStore(t, g))
-	g.SetPurchase("tok-auth", playPurchase("SUBSCRIPTION_STATE_ACTIVE", "00000000-0000-4000-8000-000000000900", fixtureNow.Add(time.Hour), ""))
+	h := billingtest.New(t, dbtest.SQLite(t), billingtest.WithPlayStore(t, g))
+	g.SetPurchase("tok-auth", billingtest.PlayPurchase("SUBSCRIPTION_STATE_ACTIVE", "00000000-0000-4000-8000-000000000900", billingtest.Now.Add(time.Hour), ""))
 	stranger, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
 	with := func(key string, value any) jwt.MapClaims {
-		c := pushClaims()
+		c := billingtest.PushClaims()
 		c[key] = value
 		return c
 	}
@@ -42,23 +44,23 @@ func TestPlayPushTokens(t *testing.T) {
 		token string
 		body  []byte
 	}{
-		{"another audience", g.PushToken(with("aud", "https://elsewhere.example"), nil), subscriptionPush("m1", 4, "tok-auth")},
-		{"another issuer", g.PushToken(with("iss", "https://evil.example"), nil), subscriptionPush("m1", 4, "tok-auth")},
-		{"another service account", g.PushToken(with("email", "someone@example.com"), nil), subscriptionPush("m1", 4, "tok-auth")},
-		{"an unverified email", g.PushToken(with("email_verified", false), nil), subscriptionPush("m1", 4, "tok-auth")},
-		{"expired", g.PushToken(with("exp", fixtureNow.Add(-time.Minute).Unix()), nil), subscriptionPush("m1", 4, "tok-auth")},
-		{"signed by a stranger", g.PushToken(pushClaims(), stranger), subscriptionPush("m1", 4, "tok-auth")},
-		{"no token", "", subscriptionPush("m1", 4, "tok-auth")},
-		{"another app", g.PushToken(pushClaims(), nil), otherApp},
+		{"another audience", g.PushToken(with("aud", "https://elsewhere.example"), nil), billingtest.SubscriptionPush("m1", 4, "tok-auth")},
+		{"another issuer", g.PushToken(with("iss", "https://evil.example"), nil), billingtest.SubscriptionPush("m1", 4, "tok-auth")},
+		{"another service account", g.PushToken(with("email", "someone@example.com"), nil), billingtest.SubscriptionPush("m1", 4, "tok-auth")},
+		{"an unverified email", g.PushToken(with("email_verified", false), nil), billingtest.SubscriptionPush("m1", 4, "tok-auth")},
+		{"expired", g.PushToken(with("exp", billingtest.Now.Add(-time.Minute).Unix()), nil), billingtest.SubscriptionPush("m1", 4, "tok-auth")},
+		{"signed by a stranger", g.PushToken(billingtest.PushClaims(), stranger), billingtest.SubscriptionPush("m1", 4, "tok-auth")},
+		{"no token", "", billingtest.SubscriptionPush("m1", 4, "tok-auth")},
+		{"another app", g.PushToken(billingtest.PushClaims(), nil), otherApp},
 	} {
-		if rec := h.sendPlay(tc.token, tc.body); rec.Code != http.StatusUnauthorized {
+		if rec := h.SendPlay(tc.token, tc.body); rec.Code != http.StatusUnauthorized {
 			t.Errorf("%s: %d, want 401", tc.name, rec.Code)
 		}
 	}
-	if n := h.countEvents(); n != 0 {
+	if n := h.CountEvents(); n != 0 {
 		t.Fatalf("%d events stored by refused pushes", n)
 	}
-	if rec := h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m1", 4, "tok-auth")); rec.Code != http.StatusOK {
+	if rec := h.SendPlay(g.PushToken(billingtest.PushClaims(), nil), billingtest.SubscriptionPush("m1", 4, "tok-auth")); rec.Code != http.StatusOK {
 		t.Fatalf("Google's own push: %d %s", rec.Code, rec.Body)
 	}
 }
@@ -68,19 +70,19 @@ func TestPlayPushTokens(t *testing.T) {
 func TestPlayNumericEventTime(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
 		g := playstoretest.Start(t)
-		h := newHarness(t, d, withPlayStore(t, g))
+		h := billingtest.New(t, d, billingtest.WithPlayStore(t, g))
 		user := "00000000-0000-4000-8000-000000000990"
-		g.SetPurchase("tok-numeric", playPurchase("SUBSCRIPTION_STATE_ACTIVE", user, fixtureNow.Add(24*time.Hour), "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
+		g.SetPurchase("tok-numeric", billingtest.PlayPurchase("SUBSCRIPTION_STATE_ACTIVE", user, billingtest.Now.Add(24*time.Hour), "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
 		for i, typ := range []int{4, 12} { // purchased, then revoked: a revocation is placed at its event time
-			push := playstoretest.Push(fmt.Sprintf("m-numeric-%d", i), map[string]any{"version": "1.0", "packageName": playPackage,
-				"eventTimeMillis":          fixtureNow.Add(time.Duration(i) * time.Minute).UnixMilli(),
+			push := playstoretest.Push(fmt.Sprintf("m-numeric-%d", i), map[string]any{"version": "1.0", "packageName": billingtest.Bundle,
+				"eventTimeMillis":          billingtest.Now.Add(time.Duration(i) * time.Minute).UnixMilli(),
 				"subscriptionNotification": map[string]any{"version": "1.0", "notificationType": typ, "purchaseToken": "tok-numeric", "subscriptionId": "com.example.app.pro.monthly"}})
-			h.setNow(fixtureNow.Add(time.Duration(i) * time.Minute))
-			if rec := h.sendPlay(g.PushToken(pushClaims(), nil), push); rec.Code != http.StatusOK || rec.Header().Get(HeaderOutcome) != billing.OutcomeApplied {
-				t.Fatalf("type %d with a numeric eventTimeMillis: %d %q %s", typ, rec.Code, rec.Header().Get(HeaderOutcome), rec.Body)
+			h.SetNow(billingtest.Now.Add(time.Duration(i) * time.Minute))
+			if rec := h.SendPlay(g.PushToken(billingtest.PushClaims(), nil), push); rec.Code != http.StatusOK || rec.Header().Get(webhooks.HeaderOutcome) != billing.OutcomeApplied {
+				t.Fatalf("type %d with a numeric eventTimeMillis: %d %q %s", typ, rec.Code, rec.Header().Get(webhooks.HeaderOutcome), rec.Body)
 			}
 		}
-		if got := h.answer(t, user); got != "false refunded free "+stamp(fixtureNow.Add(time.Minute)) {
+		if got := h.Answer(t, user); got != "false refunded free "+billingtest.Stamp(billingtest.Now.Add(time.Minute)) {
 			t.Fatalf("after the revocation: %s", got)
 		}
 	})
@@ -93,7 +95,7 @@ func forgedPush(t *testing.T, kid string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := jwt.NewWithClaims(jwt.SigningMethodRS256, pushClaims())
+	token := jwt.NewWithClaims(jwt.SigningMethodRS256, billingtest.PushClaims())
 	token.Header["kid"] = kid
 	signed, err := token.SignedString(stranger)
 	if err != nil {
@@ -107,9 +109,9 @@ func forgedPush(t *testing.T, kid string) string {
 // keys are fetched at most once a refetch interval, whether the fetch worked or not.
 func TestPlayForgedPushesDoNotHoldUpGenuineOnes(t *testing.T) {
 	g := playstoretest.Start(t)
-	h := newHarness(t, dbtest.SQLite(t), withPlayStore(t, g))
-	g.SetPurchase("tok-genuine", playPurchase("SUBSCRIPTION_STATE_ACTIVE", "00000000-0000-4000-8000-000000000991", fixtureNow.Add(time.Hour), "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
-	if rec := h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-first", 4, "tok-genuine")); rec.Code != http.StatusOK {
+	h := billingtest.New(t, dbtest.SQLite(t), billingtest.WithPlayStore(t, g))
+	g.SetPurchase("tok-genuine", billingtest.PlayPurchase("SUBSCRIPTION_STATE_ACTIVE", "00000000-0000-4000-8000-000000000991", billingtest.Now.Add(time.Hour), "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
+	if rec := h.SendPlay(g.PushToken(billingtest.PushClaims(), nil), billingtest.SubscriptionPush("m-first", 4, "tok-genuine")); rec.Code != http.StatusOK {
 		t.Fatalf("the first genuine push: %d", rec.Code)
 	}
 	if n := g.KeyRequests(); n != 1 {
@@ -117,7 +119,7 @@ func TestPlayForgedPushesDoNotHoldUpGenuineOnes(t *testing.T) {
 	}
 
 	// A minute on, Google's key endpoint hangs and forgeries naming unknown keys arrive.
-	h.setNow(fixtureNow.Add(time.Minute))
+	h.SetNow(billingtest.Now.Add(time.Minute))
 	g.HoldKeys(true)
 	defer g.HoldKeys(false)
 	var forged sync.WaitGroup
@@ -125,7 +127,7 @@ func TestPlayForgedPushesDoNotHoldUpGenuineOnes(t *testing.T) {
 		forged.Add(1)
 		go func() {
 			defer forged.Done()
-			if rec := h.sendPlay(forgedPush(t, fmt.Sprintf("nobody-%d", i)), subscriptionPush(fmt.Sprintf("m-forged-%d", i), 4, "tok-genuine")); rec.Code != http.StatusUnauthorized {
+			if rec := h.SendPlay(forgedPush(t, fmt.Sprintf("nobody-%d", i)), billingtest.SubscriptionPush(fmt.Sprintf("m-forged-%d", i), 4, "tok-genuine")); rec.Code != http.StatusUnauthorized {
 				t.Errorf("a forged push: %d", rec.Code)
 			}
 		}()
@@ -136,7 +138,7 @@ func TestPlayForgedPushesDoNotHoldUpGenuineOnes(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	rec := h.sendPlay(g.PushToken(pushClaims(), nil), subscriptionPush("m-genuine", 4, "tok-genuine"))
+	rec := h.SendPlay(g.PushToken(billingtest.PushClaims(), nil), billingtest.SubscriptionPush("m-genuine", 4, "tok-genuine"))
 	took := time.Since(start)
 	if rec.Code != http.StatusOK || took > time.Second {
 		t.Fatalf("a genuine push behind the forgeries: %d after %v, want 200 within a second", rec.Code, took)
@@ -149,10 +151,10 @@ func TestPlayForgedPushesDoNotHoldUpGenuineOnes(t *testing.T) {
 	}
 
 	// A failed fetch counts as an attempt too: more forgeries within the interval fetch nothing.
-	h.setNow(fixtureNow.Add(2 * time.Minute))
+	h.SetNow(billingtest.Now.Add(2 * time.Minute))
 	g.SetKeysDown(true)
 	for i := range 5 {
-		if rec := h.sendPlay(forgedPush(t, fmt.Sprintf("again-%d", i)), subscriptionPush(fmt.Sprintf("m-again-%d", i), 4, "tok-genuine")); rec.Code != http.StatusUnauthorized {
+		if rec := h.SendPlay(forgedPush(t, fmt.Sprintf("again-%d", i)), billingtest.SubscriptionPush(fmt.Sprintf("m-again-%d", i), 4, "tok-genuine")); rec.Code != http.StatusUnauthorized {
 			t.Fatalf("a forged push: %d", rec.Code)
 		}
 	}

@@ -1,4 +1,4 @@
-package webhooks
+package pipeline_test
 
 import (
 	"database/sql"
@@ -12,14 +12,15 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
 // withBatches makes batches form whenever events arrive together.
-func withBatches(o *options) {
-	o.batching = pipeline.Batching{Size: 16, Wait: 5e6} // 5 ms
+func withBatches(o *billingtest.Options) {
+	o.Batching = pipeline.Batching{Size: 16, Wait: 5e6} // 5 ms
 }
 
 // delivery is one webhook delivery of a test stream.
@@ -34,18 +35,18 @@ type delivery struct {
 func concurrentStream(t *testing.T) (inOrder []delivery) {
 	for i := range 30 {
 		sub := fmt.Sprintf("sub_batch_%02d", i)
-		events := webLifecycle(t, sub)
+		events := billingtest.WebLifecycle(t, sub)
 		for _, name := range []string{"created", "updated", "invoice", "deleted"} {
 			inOrder = append(inOrder, delivery{sub + " " + name, events[name]})
 		}
 	}
-	inOrder = append(inOrder, delivery{"escapes jsonb refuses", edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+	inOrder = append(inOrder, delivery{"escapes jsonb refuses", billingtest.Edit(t, billingtest.Fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
 		m["id"], m["note"] = "evt_escapes", "a\x00b"
-		path(m, "data", "object")["id"] = "sub_escapes"
+		billingtest.Path(m, "data", "object")["id"] = "sub_escapes"
 	})})
-	inOrder = append(inOrder, delivery{"poison", edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+	inOrder = append(inOrder, delivery{"poison", billingtest.Edit(t, billingtest.Fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
 		m["id"] = poisonEventID
-		path(m, "data", "object")["id"] = "sub_poison"
+		billingtest.Path(m, "data", "object")["id"] = "sub_poison"
 	})})
 	for i := 0; len(inOrder) < 200; i += 2 {
 		inOrder = append(inOrder, delivery{inOrder[i].name + " again", inOrder[i].body})
@@ -81,19 +82,19 @@ func refusePoison(t *testing.T, d *db.DB) {
 func TestConcurrentDeliveriesEndAsInOrder(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
 		stream := concurrentStream(t)
-		reference := newHarness(t, map[db.Engine]func(testing.TB) *db.DB{db.Postgres: dbtest.Postgres, db.SQLite: dbtest.SQLite}[d.Engine](t))
-		refusePoison(t, reference.db)
+		reference := billingtest.New(t, map[db.Engine]func(testing.TB) *db.DB{db.Postgres: dbtest.Postgres, db.SQLite: dbtest.SQLite}[d.Engine](t))
+		refusePoison(t, reference.DB)
 		for _, del := range stream {
 			want := http.StatusOK
 			if del.name == "poison" {
 				want = http.StatusServiceUnavailable
 			}
-			if code := reference.sendWeb(del.body).Code; code != want {
+			if code := reference.SendWeb(del.body).Code; code != want {
 				t.Fatalf("in order, %s: %d", del.name, code)
 			}
 		}
 
-		h := newHarness(t, d, withBatches)
+		h := billingtest.New(t, d, withBatches)
 		refusePoison(t, d)
 		shuffled := slices.Clone(stream)
 		rand.New(rand.NewPCG(31, 200)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
@@ -103,7 +104,7 @@ func TestConcurrentDeliveriesEndAsInOrder(t *testing.T) {
 		for i, del := range shuffled {
 			wg.Go(func() {
 				start.Wait()
-				codes[i] = h.sendWeb(del.body).Code
+				codes[i] = h.SendWeb(del.body).Code
 			})
 		}
 		start.Done()
@@ -117,19 +118,19 @@ func TestConcurrentDeliveriesEndAsInOrder(t *testing.T) {
 				t.Errorf("%s answered %d, want %d", del.name, codes[i], want)
 			}
 		}
-		if transactions, events := h.batches(); events < 2*transactions {
+		if transactions, events := h.Batches(); events < 2*transactions {
 			t.Errorf("%v events in %v transactions: the deliveries did not share transactions", events, transactions)
 		}
-		if got, want := h.canonicalState(), reference.canonicalState(); got != want {
+		if got, want := h.CanonicalState(), reference.CanonicalState(); got != want {
 			t.Fatalf("concurrent:\n%s\nin order:\n%s", got, want)
 		}
-		if got, want := h.countEvents(), reference.countEvents(); got != want || got != 30*4+1 {
+		if got, want := h.CountEvents(), reference.CountEvents(); got != want || got != 30*4+1 {
 			t.Errorf("%d events stored, %d in order, want %d", got, want, 30*4+1)
 		}
-		if h.canonical(billing.ProviderWeb, "sub_poison") != nil || h.countRows("provider_subscriptions where provider_subscription_id = 'sub_poison'") != 0 {
+		if h.Canonical(billing.ProviderWeb, "sub_poison") != nil || h.CountRows("provider_subscriptions where provider_subscription_id = 'sub_poison'") != 0 {
 			t.Fatal("the poison event's writes survived its failure")
 		}
-		if got, want := h.answer(t, fixtureUser), reference.answer(t, fixtureUser); got != want {
+		if got, want := h.Answer(t, billingtest.FixtureUser), reference.Answer(t, billingtest.FixtureUser); got != want {
 			t.Errorf("answer %s, in order %s", got, want)
 		}
 
@@ -137,8 +138,8 @@ func TestConcurrentDeliveriesEndAsInOrder(t *testing.T) {
 		if _, err := d.Exec("drop trigger poison" + map[db.Engine]string{db.Postgres: " on provider_events"}[d.Engine]); err != nil {
 			t.Fatal(err)
 		}
-		h.mustSend(billing.ProviderWeb, stream[slices.IndexFunc(stream, func(del delivery) bool { return del.name == "poison" })].body)
-		if got := h.canonical(billing.ProviderWeb, "sub_poison"); got == nil || got.Status != billing.StatusActive {
+		h.MustSend(billing.ProviderWeb, stream[slices.IndexFunc(stream, func(del delivery) bool { return del.name == "poison" })].body)
+		if got := h.Canonical(billing.ProviderWeb, "sub_poison"); got == nil || got.Status != billing.StatusActive {
 			t.Fatalf("the poison event redelivered: %+v", got)
 		}
 	})
@@ -150,18 +151,18 @@ func TestConcurrentDeliveriesEndAsInOrder(t *testing.T) {
 // it is answered 200 and applied.
 func TestABatchThatDeadlocksIsAppliedAgain(t *testing.T) {
 	d := dbtest.Postgres(t)
-	h := newHarness(t, d, func(o *options) { o.batching = pipeline.Batching{Size: 2, Wait: time.Second} })
+	h := billingtest.New(t, d, func(o *billingtest.Options) { o.Batching = pipeline.Batching{Size: 2, Wait: time.Second} })
 	userA, userB := "00000000-0000-4000-8000-00000000000a", "00000000-0000-4000-8000-00000000000b"
 	event := func(sub, customer, user string) []byte {
-		return edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+		return billingtest.Edit(t, billingtest.Fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
 			m["id"] = "evt_" + sub
-			obj := path(m, "data", "object")
+			obj := billingtest.Path(m, "data", "object")
 			obj["id"], obj["customer"] = sub, customer
-			path(obj, "metadata")["user_id"] = user
+			billingtest.Path(obj, "metadata")["user_id"] = user
 		})
 	}
-	h.mustSend(billing.ProviderWeb, event("sub_first_a", "cus_a", userA))
-	h.mustSend(billing.ProviderWeb, event("sub_first_b", "cus_b", userB))
+	h.MustSend(billing.ProviderWeb, event("sub_first_a", "cus_a", userA))
+	h.MustSend(billing.ProviderWeb, event("sub_first_b", "cus_b", userB))
 
 	other, err := d.Begin()
 	if err != nil {
@@ -178,13 +179,13 @@ func TestABatchThatDeadlocksIsAppliedAgain(t *testing.T) {
 	// One batch: sub_1 (B's) takes B's customer row, then sub_2 (A's) waits for A's.
 	codes := make(chan int, 2)
 	for _, body := range [][]byte{event("sub_1", "cus_b", userB), event("sub_2", "cus_a", userA)} {
-		go func() { codes <- h.sendWeb(body).Code }()
+		go func() { codes <- h.SendWeb(body).Code }()
 	}
 	var otherPID int
 	if err := other.QueryRow("select pg_backend_pid()").Scan(&otherPID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { // the batch waits for the other transaction
+	billingtest.WaitFor(t, func() bool { // the batch waits for the other transaction
 		var waiting int
 		d.QueryRow("select count(*) from pg_stat_activity where $1 = any(pg_blocking_pids(pid))", otherPID).Scan(&waiting)
 		return waiting == 1
@@ -199,53 +200,43 @@ func TestABatchThatDeadlocksIsAppliedAgain(t *testing.T) {
 			t.Fatalf("a delivery of the deadlocked batch answered %d", code)
 		}
 	}
-	if !strings.Contains(h.logs.String(), "conflicted with another transaction; applying it again") {
-		t.Fatalf("no deadlock was met:\n%s", h.logs.String())
+	if !strings.Contains(h.Logs.String(), "conflicted with another transaction; applying it again") {
+		t.Fatalf("no deadlock was met:\n%s", h.Logs.String())
 	}
 	for sub, user := range map[string]string{"sub_1": userB, "sub_2": userA} {
-		if got := h.canonical(billing.ProviderWeb, sub); got == nil || got.UserID != user || got.Status != billing.StatusActive {
+		if got := h.Canonical(billing.ProviderWeb, sub); got == nil || got.UserID != user || got.Status != billing.StatusActive {
 			t.Errorf("%s: %+v", sub, got)
 		}
 	}
 }
 
-// waitFor polls cond for up to ten seconds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting")
-		}
-	}
-}
-
 // panicky is the acme store with a bug: its Apply panics on the product "bug".
-type panicky struct{ acme }
+type panicky struct{ billingtest.Acme }
 
 func (p panicky) Apply(r billing.Reading, stored billing.Stored) ([]byte, any, error) {
-	if r.Decoded.(*acmeEvent).Product == "bug" {
+	if r.Decoded.(*billingtest.AcmeEvent).Product == "bug" {
 		panic("an adapter's bug")
 	}
-	return p.acme.Apply(r, stored)
+	return p.Acme.Apply(r, stored)
 }
 
 // TestAPanicFailsItsEventAlone: an adapter that panics on one event of a batch fails that
 // event (503, nothing of it stored), not its neighbour, nor the process.
 func TestAPanicFailsItsEventAlone(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d, func(o *options) {
-			o.extra = append(o.extra, panicky{acme{acmeSecret}})
-			o.batching = pipeline.Batching{Size: 2, Wait: time.Second}
+		h := billingtest.New(t, d, func(o *billingtest.Options) {
+			o.Extra = append(o.Extra, panicky{billingtest.Acme{Secret: billingtest.AcmeSecret}})
+			o.Batching = pipeline.Batching{Size: 2, Wait: time.Second}
 		})
-		at := fixtureNow.Add(-time.Hour)
-		sound := acmeEvent{Event: "acme_sound", Kind: "started", At: at, Subscription: "acme_sound", User: fixtureUser,
+		at := billingtest.Now.Add(-time.Hour)
+		sound := billingtest.AcmeEvent{Event: "acme_sound", Kind: "started", At: at, Subscription: "acme_sound", User: billingtest.FixtureUser,
 			Product: "com.example.app.pro.monthly", Until: at.Add(30 * 24 * time.Hour)}
 		buggy := sound
 		buggy.Event, buggy.Subscription, buggy.Product = "acme_buggy", "acme_buggy", "bug"
 		codes := map[string]chan int{sound.Event: make(chan int, 1), buggy.Event: make(chan int, 1)}
-		for _, ev := range []acmeEvent{sound, buggy} {
+		for _, ev := range []billingtest.AcmeEvent{sound, buggy} {
 			go func() {
-				code, _ := h.sendAcme(ev, acmeSecret)
+				code, _ := h.SendAcme(ev, billingtest.AcmeSecret)
 				codes[ev.Event] <- code
 			}()
 		}
@@ -255,13 +246,13 @@ func TestAPanicFailsItsEventAlone(t *testing.T) {
 		if code := <-codes[sound.Event]; code != http.StatusOK {
 			t.Errorf("its neighbour answered %d", code)
 		}
-		if transactions, events := h.batches(); transactions != 1 || events != 1 {
+		if transactions, events := h.Batches(); transactions != 1 || events != 1 {
 			t.Errorf("%v transactions of %v events, want the two in one, the sound one committed", transactions, events)
 		}
-		if h.countEvents() != 1 || h.countRows("provider_subscriptions where provider_subscription_id = 'acme_buggy'") != 0 {
-			t.Errorf("stored: %s", h.dumpTables("provider_events", "provider_subscriptions"))
+		if h.CountEvents() != 1 || h.CountRows("provider_subscriptions where provider_subscription_id = 'acme_buggy'") != 0 {
+			t.Errorf("stored: %s", h.DumpTables("provider_events", "provider_subscriptions"))
 		}
-		if !strings.Contains(h.logs.String(), "panic processing a webhook event") {
+		if !strings.Contains(h.Logs.String(), "panic processing a webhook event") {
 			t.Error("the panic was not logged")
 		}
 	})
@@ -271,23 +262,23 @@ func TestAPanicFailsItsEventAlone(t *testing.T) {
 // same records on both engines (outcome, reason, user, subscription, the canonical row
 // before and after).
 func TestEventRecordsAreAlikeOnBothEngines(t *testing.T) {
-	events := webLifecycle(t, "sub_records")
-	unmapped := edit(t, events["updated"], func(m map[string]any) {
+	events := billingtest.WebLifecycle(t, "sub_records")
+	unmapped := billingtest.Edit(t, events["updated"], func(m map[string]any) {
 		m["id"] = "evt_unmapped"
-		obj := path(m, "data", "object")
+		obj := billingtest.Path(m, "data", "object")
 		obj["id"] = "sub_unmapped"
-		path(obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_unmapped"
+		billingtest.Path(obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_unmapped"
 	})
-	ignored := edit(t, events["invoice"], func(m map[string]any) { m["id"], m["type"] = "evt_ignored", "customer.created" })
-	stale := edit(t, events["updated"], func(m map[string]any) { m["id"] = "evt_stale" })
+	ignored := billingtest.Edit(t, events["invoice"], func(m map[string]any) { m["id"], m["type"] = "evt_ignored", "customer.created" })
+	stale := billingtest.Edit(t, events["updated"], func(m map[string]any) { m["id"] = "evt_stale" })
 	stream := [][]byte{events["created"], events["updated"], events["invoice"], events["deleted"], stale, events["updated"], events["deleted"], unmapped, ignored}
 	records := map[db.Engine]string{}
 	for engine, open := range map[db.Engine]func(testing.TB) *db.DB{db.Postgres: dbtest.Postgres, db.SQLite: dbtest.SQLite} {
-		h := newHarness(t, open(t))
+		h := billingtest.New(t, open(t))
 		for _, body := range stream {
-			h.mustSend(billing.ProviderWeb, body)
+			h.MustSend(billing.ProviderWeb, body)
 		}
-		rows, err := h.db.Query(`select provider_event_id, event_type, coalesce(processing_error, ''), outcome, coalesce(user_id, ''),
+		rows, err := h.DB.Query(`select provider_event_id, event_type, coalesce(processing_error, ''), outcome, coalesce(user_id, ''),
 			coalesce(subscription_id, ''), coalesce(plan_before, ''), coalesce(status_before, ''), period_end_before,
 			coalesce(plan_after, ''), coalesce(status_after, ''), period_end_after
 			from provider_events order by provider_event_id`)

@@ -1,10 +1,11 @@
-package webhooks
+package plans_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
@@ -13,10 +14,10 @@ import (
 
 func TestSyncPlans(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d) // syncs testPlansYAML once
+		h := billingtest.New(t, d) // syncs billingtest.PlansYAML once
 		ctx := context.Background()
-		list, _ := plans.ParsePlans([]byte(testPlansYAML))
-		changes, err := h.svc.SyncPlans(ctx, list)
+		list, _ := plans.ParsePlans([]byte(billingtest.PlansYAML))
+		changes, err := h.Svc.SyncPlans(ctx, list)
 		if err != nil || len(changes) != 0 {
 			t.Fatalf("second sync changed %v (%v), want nothing", changes, err)
 		}
@@ -40,7 +41,7 @@ plans:
 		if err != nil {
 			t.Fatal(err)
 		}
-		changes, err = h.svc.SyncPlans(ctx, next)
+		changes, err = h.Svc.SyncPlans(ctx, next)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,10 +58,10 @@ plans:
 		if archived != 1 || total != 3 {
 			t.Fatalf("%d archived of %d plans, want 1 of 3 (archive, never delete)", archived, total)
 		}
-		if changes, _ := h.svc.SyncPlans(ctx, next); len(changes) != 0 {
+		if changes, _ := h.Svc.SyncPlans(ctx, next); len(changes) != 0 {
 			t.Fatalf("sync of an unchanged file changed %v", changes)
 		}
-		e, err := h.svc.Entitlements(ctx, "33333333-4444-5555-6666-777777777777")
+		e, err := h.Svc.Entitlements(ctx, "33333333-4444-5555-6666-777777777777")
 		if err != nil || e.Plan() == nil || e.Plan().Key != "team" || !e.Entitled("seats") || e.Entitled("projects") {
 			t.Fatalf("default plan after the move: %+v %v", e.Plan(), err)
 		}
@@ -71,14 +72,14 @@ plans:
 // first, and reordering them is a change that plans sync reports.
 func TestSyncPlansKeepsThePriceOrder(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d)
+		h := billingtest.New(t, d)
 		ctx := context.Background()
 		sync := func(prices string) []string {
 			list, err := plans.ParsePlans([]byte("plans:\n  pro:\n    web_prices: [" + prices + "]\n"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			changes, err := h.svc.SyncPlans(ctx, list)
+			changes, err := h.Svc.SyncPlans(ctx, list)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package webhooks
+package reader_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
@@ -14,10 +15,10 @@ import (
 // writes it to, and RecordUsage enforces that limit.
 func TestLimitsComeFromUsageLimits(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d)
+		h := billingtest.New(t, d)
 		ctx := context.Background()
 		const user = "0b4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d"
-		e, err := h.svc.Entitlements(ctx, user)
+		e, err := h.Svc.Entitlements(ctx, user)
 		if limit, ok := e.Limit("projects"); err != nil || !ok || limit != 1 {
 			t.Fatalf("free plan's projects limit %d %v (%v), want 1 from the plans file", limit, ok, err)
 		}
@@ -25,16 +26,16 @@ func TestLimitsComeFromUsageLimits(t *testing.T) {
 			where plan_id = (select id from plans where key = 'free') and entitlement_id = (select id from entitlements where name = 'projects')`); err != nil {
 			t.Fatal(err)
 		}
-		e, err = h.svc.Entitlements(ctx, user)
+		e, err = h.Svc.Entitlements(ctx, user)
 		if limit, _ := e.Limit("projects"); err != nil || limit != 3 {
 			t.Fatalf("projects limit %d (%v) after usage_limits says 3", limit, err)
 		}
 		for i := range 3 {
-			if _, err := h.svc.RecordUsage(ctx, user, "projects", 1); err != nil {
+			if _, err := h.Svc.RecordUsage(ctx, user, "projects", 1); err != nil {
 				t.Fatalf("usage %d of 3: %v", i+1, err)
 			}
 		}
-		if _, err := h.svc.RecordUsage(ctx, user, "projects", 1); !errors.Is(err, billing.ErrLimitExceeded) {
+		if _, err := h.Svc.RecordUsage(ctx, user, "projects", 1); !errors.Is(err, billing.ErrLimitExceeded) {
 			t.Fatalf("the 4th of 3: %v, want billing.ErrLimitExceeded", err)
 		}
 	})

@@ -1,4 +1,4 @@
-package webhooks
+package reader_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
@@ -14,17 +15,17 @@ import (
 // subscription and billing view, and the events that name them, an unresolved one included.
 func TestInspectShowsSubscriptionsAndEventsNamingTheUser(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d)
-		h.mustSend(billing.ProviderWeb, fixture(t, "web/customer.subscription.updated.json"))
-		h.mustSend(billing.ProviderWeb, edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+		h := billingtest.New(t, d)
+		h.MustSend(billing.ProviderWeb, billingtest.Fixture(t, "web/customer.subscription.updated.json"))
+		h.MustSend(billing.ProviderWeb, billingtest.Edit(t, billingtest.Fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
 			m["id"] = "evt_unmapped_for_user"
-			obj := path(m, "data", "object")
+			obj := billingtest.Path(m, "data", "object")
 			obj["id"], obj["customer"] = "sub_other", "cus_other"
-			path(obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_nobody_sells"
+			billingtest.Path(obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_nobody_sells"
 		}))
-		h.mustSend(billing.ProviderMobile, fixture(t, "mobile/subscription_renewed.android.json")) // another user
+		h.MustSend(billing.ProviderMobile, billingtest.Fixture(t, "mobile/subscription_renewed.android.json")) // another user
 
-		r, err := h.svc.Inspect(context.Background(), fixtureUser)
+		r, err := h.Svc.Inspect(context.Background(), billingtest.FixtureUser)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +49,7 @@ func TestInspectShowsSubscriptionsAndEventsNamingTheUser(t *testing.T) {
 			t.Fatalf("recent events %v, want the user's two, newest first", ids)
 		}
 
-		unseen, err := h.svc.Inspect(context.Background(), "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f")
+		unseen, err := h.Svc.Inspect(context.Background(), "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f")
 		if err != nil || len(unseen.Customers)+len(unseen.Subscriptions)+len(unseen.RecentEvents) != 0 || unseen.Billing.Plan.Key != "free" {
 			t.Fatalf("a user never seen: %+v %v", unseen, err)
 		}

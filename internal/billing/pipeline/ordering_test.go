@@ -1,4 +1,4 @@
-package webhooks
+package pipeline_test
 
 import (
 	"context"
@@ -10,84 +10,40 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/plans"
+	"github.com/tollgate/tollgate/internal/billing/webhooks"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
-const fixtureCreated = int64(1790856000) // created second of the web fixtures
-
-// webLifecycle returns the four events of one web subscription, all rewritten to the
-// subscription id sub: created(incomplete) and updated(active) in the same second, the
-// first invoice paid a second later, and a deletion ten days on.
-func webLifecycle(t *testing.T, sub string) map[string][]byte {
-	t.Helper()
-	rename := func(name string, fn func(m map[string]any)) []byte {
-		return edit(t, fixture(t, name), func(m map[string]any) {
-			m["id"] = m["id"].(string) + "_" + sub
-			fn(m)
-		})
-	}
-	setSub := func(m map[string]any) { path(m, "data", "object")["id"] = sub }
-	deletedAt := float64(fixtureCreated + 10*86400)
-	return map[string][]byte{
-		"created": rename("web/customer.subscription.created.json", setSub),
-		"updated": rename("web/customer.subscription.updated.json", setSub),
-		"invoice": rename("web/invoice.payment_succeeded.json", func(m map[string]any) {
-			path(m, "data", "object", "parent", "subscription_details")["subscription"] = sub
-		}),
-		"deleted": rename("web/customer.subscription.updated.json", func(m map[string]any) {
-			setSub(m)
-			m["id"], m["type"] = "evt_deleted_"+sub, "customer.subscription.deleted"
-			m["created"] = deletedAt
-			obj := path(m, "data", "object")
-			obj["status"], obj["ended_at"], obj["canceled_at"] = "canceled", deletedAt, deletedAt
-			delete(path(m, "data"), "previous_attributes")
-		}),
-	}
-}
-
-func permutations(items []string) [][]string {
-	if len(items) <= 1 {
-		return [][]string{append([]string{}, items...)}
-	}
-	var out [][]string
-	for i := range items {
-		rest := append(append([]string{}, items[:i]...), items[i+1:]...)
-		for _, p := range permutations(rest) {
-			out = append(out, append([]string{items[i]}, p...))
-		}
-	}
-	return out
-}
-
 func TestEveryArrivalOrderEndsInTheSameState(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d)
+		h := billingtest.New(t, d)
 		periodEnd := time.Unix(1793534400, 0).UTC()
-		endedAt := time.Unix(fixtureCreated+10*86400, 0).UTC()
+		endedAt := time.Unix(billingtest.WebCreated+10*86400, 0).UTC()
 		sets := []struct {
 			events []string
-			want   canonicalRow
+			want   billingtest.CanonicalRow
 		}{
-			{[]string{"created", "updated", "invoice", "deleted"}, canonicalRow{Status: billing.StatusExpired, PeriodEnd: &endedAt, Plan: "pro", UserID: fixtureUser}},
-			{[]string{"created", "updated", "invoice"}, canonicalRow{Status: billing.StatusActive, PeriodEnd: &periodEnd, Plan: "pro", UserID: fixtureUser}},
-			{[]string{"created", "updated"}, canonicalRow{Status: billing.StatusActive, PeriodEnd: &periodEnd, Plan: "pro", UserID: fixtureUser}},
-			{[]string{"created", "invoice"}, canonicalRow{Status: billing.StatusActive, PeriodEnd: &periodEnd, Plan: "pro", UserID: fixtureUser}},
+			{[]string{"created", "updated", "invoice", "deleted"}, billingtest.CanonicalRow{Status: billing.StatusExpired, PeriodEnd: &endedAt, Plan: "pro", UserID: billingtest.FixtureUser}},
+			{[]string{"created", "updated", "invoice"}, billingtest.CanonicalRow{Status: billing.StatusActive, PeriodEnd: &periodEnd, Plan: "pro", UserID: billingtest.FixtureUser}},
+			{[]string{"created", "updated"}, billingtest.CanonicalRow{Status: billing.StatusActive, PeriodEnd: &periodEnd, Plan: "pro", UserID: billingtest.FixtureUser}},
+			{[]string{"created", "invoice"}, billingtest.CanonicalRow{Status: billing.StatusActive, PeriodEnd: &periodEnd, Plan: "pro", UserID: billingtest.FixtureUser}},
 		}
 		for si, set := range sets {
-			for pi, order := range permutations(set.events) {
+			for pi, order := range billingtest.Permutations(set.events) {
 				sub := fmt.Sprintf("sub_perm_%d_%d", si, pi)
-				events := webLifecycle(t, sub)
+				events := billingtest.WebLifecycle(t, sub)
 				for _, name := range order {
-					h.mustSend(billing.ProviderWeb, events[name])
+					h.MustSend(billing.ProviderWeb, events[name])
 				}
 				// Every event again, as providers redeliver: nothing may change.
 				for _, name := range order {
-					h.mustSend(billing.ProviderWeb, events[name])
+					h.MustSend(billing.ProviderWeb, events[name])
 				}
-				got := h.canonical(billing.ProviderWeb, sub)
+				got := h.Canonical(billing.ProviderWeb, sub)
 				if got == nil || got.Status != set.want.Status || !got.PeriodEnd.Equal(*set.want.PeriodEnd) ||
 					got.Plan != set.want.Plan || got.UserID != set.want.UserID {
 					t.Fatalf("order %v: got %+v, want %+v (period end %v)", order, got, set.want, *set.want.PeriodEnd)
@@ -99,30 +55,30 @@ func TestEveryArrivalOrderEndsInTheSameState(t *testing.T) {
 
 func TestOlderEventNeverRegressesANewerOne(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d)
+		h := billingtest.New(t, d)
 		update := func(id string, created int64, status, previous string) []byte {
-			return edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+			return billingtest.Edit(t, billingtest.Fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
 				m["id"], m["created"] = id, float64(created)
-				path(m, "data", "object")["status"] = status
-				path(m, "data")["previous_attributes"] = map[string]any{"status": previous}
+				billingtest.Path(m, "data", "object")["status"] = status
+				billingtest.Path(m, "data")["previous_attributes"] = map[string]any{"status": previous}
 			})
 		}
-		newer := update("evt_newer", fixtureCreated+100, "past_due", "active")
-		older := update("evt_older", fixtureCreated+50, "active", "incomplete")
-		h.mustSend(billing.ProviderWeb, newer)
-		h.mustSend(billing.ProviderWeb, older)
-		if got := h.canonical(billing.ProviderWeb, "sub_1TESTa1B2c3D4e5F6g7H8i9"); got == nil || got.Status != billing.StatusPastDue {
+		newer := update("evt_newer", billingtest.WebCreated+100, "past_due", "active")
+		older := update("evt_older", billingtest.WebCreated+50, "active", "incomplete")
+		h.MustSend(billing.ProviderWeb, newer)
+		h.MustSend(billing.ProviderWeb, older)
+		if got := h.Canonical(billing.ProviderWeb, "sub_1TESTa1B2c3D4e5F6g7H8i9"); got == nil || got.Status != billing.StatusPastDue {
 			t.Fatalf("older active event regressed the newer past_due: %+v", got)
 		}
 
 		// Mobile: a renewal older than the expiry must not revive the subscription.
-		started := fixture(t, "mobile/subscription_started.json")
-		expired := edit(t, started, func(m map[string]any) {
+		started := billingtest.Fixture(t, "mobile/subscription_started.json")
+		expired := billingtest.Edit(t, started, func(m map[string]any) {
 			m["event_type"], m["event_datetime"] = "subscription_expired", "2026-11-01T12:00:02.000000+0000"
 		})
-		h.mustSend(billing.ProviderMobile, expired)
-		h.mustSend(billing.ProviderMobile, started)
-		if got := h.canonical(billing.ProviderMobile, "2000000987654321"); got == nil || got.Status != billing.StatusExpired {
+		h.MustSend(billing.ProviderMobile, expired)
+		h.MustSend(billing.ProviderMobile, started)
+		if got := h.Canonical(billing.ProviderMobile, "2000000987654321"); got == nil || got.Status != billing.StatusExpired {
 			t.Fatalf("older mobile start revived an expired subscription: %+v", got)
 		}
 	})
@@ -131,11 +87,11 @@ func TestOlderEventNeverRegressesANewerOne(t *testing.T) {
 // toOldShape rewrites a web event into the pre-2025-03-31 API shape: period end on the
 // subscription, the subscription id directly on the invoice, prices on invoice lines.
 func toOldShape(t *testing.T, body []byte) []byte {
-	return edit(t, body, func(m map[string]any) {
-		obj := path(m, "data", "object")
+	return billingtest.Edit(t, body, func(m map[string]any) {
+		obj := billingtest.Path(m, "data", "object")
 		switch obj["object"] {
 		case "subscription":
-			items := path(obj, "items")["data"].([]any)
+			items := billingtest.Path(obj, "items")["data"].([]any)
 			for _, it := range items {
 				item := it.(map[string]any)
 				obj["current_period_end"] = item["current_period_end"]
@@ -143,11 +99,11 @@ func toOldShape(t *testing.T, body []byte) []byte {
 				delete(item, "current_period_start")
 			}
 		case "invoice":
-			obj["subscription"] = path(obj, "parent", "subscription_details")["subscription"]
+			obj["subscription"] = billingtest.Path(obj, "parent", "subscription_details")["subscription"]
 			delete(obj, "parent")
-			for _, l := range path(obj, "lines")["data"].([]any) {
+			for _, l := range billingtest.Path(obj, "lines")["data"].([]any) {
 				line := l.(map[string]any)
-				line["price"] = map[string]any{"id": path(line, "pricing", "price_details")["price"]}
+				line["price"] = map[string]any{"id": billingtest.Path(line, "pricing", "price_details")["price"]}
 				delete(line, "pricing")
 			}
 		}
@@ -156,18 +112,18 @@ func toOldShape(t *testing.T, body []byte) []byte {
 
 func TestBothWebAPIShapesGiveTheSameRow(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d)
-		newShape := webLifecycle(t, "sub_new_shape")
-		oldShape := webLifecycle(t, "sub_old_shape")
+		h := billingtest.New(t, d)
+		newShape := billingtest.WebLifecycle(t, "sub_new_shape")
+		oldShape := billingtest.WebLifecycle(t, "sub_old_shape")
 		for _, name := range []string{"created", "updated", "invoice"} {
-			h.mustSend(billing.ProviderWeb, newShape[name])
+			h.MustSend(billing.ProviderWeb, newShape[name])
 			old := toOldShape(t, oldShape[name])
 			if strings.Contains(string(old), "subscription_details") || (name != "invoice" && strings.Count(string(old), "current_period_end") != 1) {
 				t.Fatalf("%s was not rewritten to the old shape", name)
 			}
-			h.mustSend(billing.ProviderWeb, old)
+			h.MustSend(billing.ProviderWeb, old)
 		}
-		a, b := h.canonical(billing.ProviderWeb, "sub_new_shape"), h.canonical(billing.ProviderWeb, "sub_old_shape")
+		a, b := h.Canonical(billing.ProviderWeb, "sub_new_shape"), h.Canonical(billing.ProviderWeb, "sub_old_shape")
 		if a == nil || b == nil || a.Status != b.Status || !a.PeriodEnd.Equal(*b.PeriodEnd) || a.Plan != b.Plan || a.UserID != b.UserID {
 			t.Fatalf("new shape %+v, old shape %+v", a, b)
 		}
@@ -179,25 +135,25 @@ func TestBothWebAPIShapesGiveTheSameRow(t *testing.T) {
 
 func TestWebAndMobileSalesAnswerAlike(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d)
+		h := billingtest.New(t, d)
 		const mobileUser = "0b6d7e2a-1c3f-4a5b-9c8d-7e6f5a4b3c2d"
 		const nobody = "11111111-2222-3333-4444-555555555555"
 		for _, name := range []string{"created", "updated", "invoice"} {
-			h.mustSend(billing.ProviderWeb, webLifecycle(t, "sub_web_sale")[name])
+			h.MustSend(billing.ProviderWeb, billingtest.WebLifecycle(t, "sub_web_sale")[name])
 		}
-		h.mustSend(billing.ProviderMobile, edit(t, fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
+		h.MustSend(billing.ProviderMobile, billingtest.Edit(t, billingtest.Fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
 			m["customer_user_id"] = mobileUser
 		}))
 		ctx := context.Background()
-		web, err := h.svc.Entitlements(ctx, fixtureUser)
+		web, err := h.Svc.Entitlements(ctx, billingtest.FixtureUser)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mobile, err := h.svc.Entitlements(ctx, mobileUser)
+		mobile, err := h.Svc.Entitlements(ctx, mobileUser)
 		if err != nil {
 			t.Fatal(err)
 		}
-		none, err := h.svc.Entitlements(ctx, nobody)
+		none, err := h.Svc.Entitlements(ctx, nobody)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,9 +178,9 @@ func TestWebAndMobileSalesAnswerAlike(t *testing.T) {
 		}
 
 		// After the period both lapse the same way.
-		h.setNow(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC))
-		web, _ = h.svc.Entitlements(ctx, fixtureUser)
-		mobile, _ = h.svc.Entitlements(ctx, mobileUser)
+		h.SetNow(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC))
+		web, _ = h.Svc.Entitlements(ctx, billingtest.FixtureUser)
+		mobile, _ = h.Svc.Entitlements(ctx, mobileUser)
 		if answers(web) != answers(mobile) || web.Subscribed() {
 			t.Fatalf("after the period: web %s, mobile %s", answers(web), answers(mobile))
 		}
@@ -233,9 +189,9 @@ func TestWebAndMobileSalesAnswerAlike(t *testing.T) {
 
 func TestRecordUsageNeverOvershoots(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d)
+		h := billingtest.New(t, d)
 		for _, name := range []string{"created", "updated", "invoice"} {
-			h.mustSend(billing.ProviderWeb, webLifecycle(t, "sub_usage")[name])
+			h.MustSend(billing.ProviderWeb, billingtest.WebLifecycle(t, "sub_usage")[name])
 		}
 		ctx := context.Background()
 		var wg sync.WaitGroup
@@ -245,7 +201,7 @@ func TestRecordUsageNeverOvershoots(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := h.svc.RecordUsage(ctx, fixtureUser, "projects", 1)
+				_, err := h.Svc.RecordUsage(ctx, billingtest.FixtureUser, "projects", 1)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -262,26 +218,26 @@ func TestRecordUsageNeverOvershoots(t *testing.T) {
 		if ok != 10 || refused != 20 {
 			t.Fatalf("%d recorded and %d refused, want 10 and 20", ok, refused)
 		}
-		e, _ := h.svc.Entitlements(ctx, fixtureUser)
-		if used, err := h.svc.UsageThisPeriod(ctx, e); err != nil || used["projects"] != 10 {
+		e, _ := h.Svc.Entitlements(ctx, billingtest.FixtureUser)
+		if used, err := h.Svc.UsageThisPeriod(ctx, e); err != nil || used["projects"] != 10 {
 			t.Fatalf("counters %v (%v), want projects 10", used, err)
 		}
 		if e.UsagePeriodEnd().Unix() != 1793534400 {
 			t.Fatalf("usage period ends %v, want the subscription's period end", e.UsagePeriodEnd())
 		}
-		if _, err := h.svc.RecordUsage(ctx, fixtureUser, "exports", 1); !errors.Is(err, billing.ErrNotEntitled) {
+		if _, err := h.Svc.RecordUsage(ctx, billingtest.FixtureUser, "exports", 1); !errors.Is(err, billing.ErrNotEntitled) {
 			t.Fatalf("usage of a boolean entitlement: %v, want billing.ErrNotEntitled", err)
 		}
-		if _, err := h.svc.RecordUsage(ctx, fixtureUser, "projects", 0); !errors.Is(err, billing.ErrInvalidAmount) {
+		if _, err := h.Svc.RecordUsage(ctx, billingtest.FixtureUser, "projects", 0); !errors.Is(err, billing.ErrInvalidAmount) {
 			t.Fatalf("amount 0: %v", err)
 		}
 		// A user without a subscription counts against the default plan, per calendar month.
 		const freeUser = "22222222-3333-4444-5555-666666666666"
-		u, err := h.svc.RecordUsage(ctx, freeUser, "projects", 1)
+		u, err := h.Svc.RecordUsage(ctx, freeUser, "projects", 1)
 		if err != nil || u.Used != 1 || u.Remaining != 0 || !u.PeriodEnd.Equal(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)) {
 			t.Fatalf("free user: %+v %v", u, err)
 		}
-		if _, err := h.svc.RecordUsage(ctx, freeUser, "projects", 1); !errors.Is(err, billing.ErrLimitExceeded) {
+		if _, err := h.Svc.RecordUsage(ctx, freeUser, "projects", 1); !errors.Is(err, billing.ErrLimitExceeded) {
 			t.Fatalf("second free project: %v, want billing.ErrLimitExceeded", err)
 		}
 	})
@@ -289,28 +245,28 @@ func TestRecordUsageNeverOvershoots(t *testing.T) {
 
 func TestUnresolvedEventsChangeNothingUntilReplayed(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d)
+		h := billingtest.New(t, d)
 		ctx := context.Background()
 		const newUser = "0b7e7a52-6f2b-4c55-9a3e-2d1f0c9e8b7a"
 		// A resolved subscription from each store, so that there are rows to leave alone.
-		h.mustSend(billing.ProviderWeb, fixture(t, "web/customer.subscription.updated.json"))
-		h.mustSend(billing.ProviderMobile, fixture(t, "mobile/subscription_started.json"))
+		h.MustSend(billing.ProviderWeb, billingtest.Fixture(t, "web/customer.subscription.updated.json"))
+		h.MustSend(billing.ProviderMobile, billingtest.Fixture(t, "mobile/subscription_started.json"))
 
 		webSub := func(eventID, subID string, fn func(obj map[string]any)) []byte {
-			return edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+			return billingtest.Edit(t, billingtest.Fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
 				m["id"] = eventID
-				obj := path(m, "data", "object")
+				obj := billingtest.Path(m, "data", "object")
 				obj["id"] = subID
 				fn(obj)
 			})
 		}
 		setPrice := func(obj map[string]any, price string) {
-			path(obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = price
+			billingtest.Path(obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = price
 		}
 		mobile := func(eventID, transaction string, fn func(m map[string]any)) []byte {
-			return edit(t, fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
+			return billingtest.Edit(t, billingtest.Fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
 				m["event_id"] = eventID
-				path(m, "event_properties")["original_transaction_id"] = transaction
+				billingtest.Path(m, "event_properties")["original_transaction_id"] = transaction
 				fn(m)
 			})
 		}
@@ -327,36 +283,36 @@ func TestUnresolvedEventsChangeNothingUntilReplayed(t *testing.T) {
 				obj["customer"], obj["metadata"] = "cus_new_user", map[string]any{"user_id": newUser}
 				setPrice(obj, "price_team_monthly")
 			}), "price_team_monthly"},
-			{billing.ProviderWeb, edit(t, fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+			{billing.ProviderWeb, billingtest.Edit(t, billingtest.Fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
 				// A newer change of the resolved subscription to a price no plan sells.
-				m["id"], m["created"] = "evt_upgrade_unmapped", float64(fixtureCreated+60)
-				setPrice(path(m, "data", "object"), "price_team_yearly")
+				m["id"], m["created"] = "evt_upgrade_unmapped", float64(billingtest.WebCreated+60)
+				setPrice(billingtest.Path(m, "data", "object"), "price_team_yearly")
 			}), "price_team_yearly"},
-			{billing.ProviderWeb, edit(t, fixture(t, "web/invoice.payment_succeeded.json"), func(m map[string]any) {
+			{billing.ProviderWeb, billingtest.Edit(t, billingtest.Fixture(t, "web/invoice.payment_succeeded.json"), func(m map[string]any) {
 				m["id"] = "evt_invoice_unknown_customer"
-				obj := path(m, "data", "object")
+				obj := billingtest.Path(m, "data", "object")
 				obj["customer"] = "cus_invoice_nobody"
-				path(obj, "parent", "subscription_details")["subscription"] = "sub_invoice_only"
-				path(obj, "parent", "subscription_details")["metadata"] = map[string]any{}
+				billingtest.Path(obj, "parent", "subscription_details")["subscription"] = "sub_invoice_only"
+				billingtest.Path(obj, "parent", "subscription_details")["metadata"] = map[string]any{}
 				obj["lines"].(map[string]any)["data"].([]any)[0].(map[string]any)["metadata"] = map[string]any{}
 			}), "cus_invoice_nobody"},
 			{billing.ProviderMobile, mobile("mobile_unmapped_product", "txn_unmapped", func(m map[string]any) {
-				path(m, "event_properties")["vendor_product_id"] = "com.example.app.team.monthly"
+				billingtest.Path(m, "event_properties")["vendor_product_id"] = "com.example.app.team.monthly"
 			}), "com.example.app.team.monthly"},
 			{billing.ProviderMobile, mobile("mobile_no_user", "txn_no_user", func(m map[string]any) { m["customer_user_id"] = nil }), "unresolved mobile customer"},
 		}
 
-		before := h.dumpTables("billing_customers", "provider_subscriptions", "subscriptions")
+		before := h.DumpTables("billing_customers", "provider_subscriptions", "subscriptions")
 		for _, ev := range unresolvedEvents {
-			answer := h.mustSend(ev.provider, ev.body)
-			if answer.Get(HeaderOutcome) != billing.OutcomeUnresolved || !strings.Contains(answer.Get(HeaderReason), ev.loggedID) || answer.Get(HeaderUserID) != "" {
-				t.Errorf("unresolved %s answered with outcome %q, reason %q, user %q", ev.loggedID, answer.Get(HeaderOutcome), answer.Get(HeaderReason), answer.Get(HeaderUserID))
+			answer := h.MustSend(ev.provider, ev.body)
+			if answer.Get(webhooks.HeaderOutcome) != billing.OutcomeUnresolved || !strings.Contains(answer.Get(webhooks.HeaderReason), ev.loggedID) || answer.Get(webhooks.HeaderUserID) != "" {
+				t.Errorf("unresolved %s answered with outcome %q, reason %q, user %q", ev.loggedID, answer.Get(webhooks.HeaderOutcome), answer.Get(webhooks.HeaderReason), answer.Get(webhooks.HeaderUserID))
 			}
 		}
-		if after := h.dumpTables("billing_customers", "provider_subscriptions", "subscriptions"); after != before {
+		if after := h.DumpTables("billing_customers", "provider_subscriptions", "subscriptions"); after != before {
 			t.Fatalf("unresolved events changed canonical rows:\nbefore:\n%s\nafter:\n%s", before, after)
 		}
-		logs := h.logs.String()
+		logs := h.Logs.String()
 		for _, ev := range unresolvedEvents {
 			lines := 0
 			for _, line := range strings.Split(logs, "\n") {
@@ -373,7 +329,7 @@ func TestUnresolvedEventsChangeNothingUntilReplayed(t *testing.T) {
 		}
 
 		// Fix the causes: a plan selling the new price and product, a link for cus_nobody.
-		plans, err := plans.ParsePlans([]byte(testPlansYAML + `  team:
+		plans, err := plans.ParsePlans([]byte(billingtest.PlansYAML + `  team:
     name: Team
     entitlements:
       - {name: projects, value: 50}
@@ -383,16 +339,16 @@ func TestUnresolvedEventsChangeNothingUntilReplayed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.svc.SyncPlans(ctx, plans); err != nil {
+		if _, err := h.Svc.SyncPlans(ctx, plans); err != nil {
 			t.Fatal(err)
 		}
 		const linkedUser = "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f"
 		if _, err := d.Exec("insert into billing_customers (user_id, web_customer_id, created_at, updated_at) values ($1, $2, $3, $3)",
-			linkedUser, "cus_nobody", fixtureNow); err != nil {
+			linkedUser, "cus_nobody", billingtest.Now); err != nil {
 			t.Fatal(err)
 		}
 		outcomes := map[string]string{}
-		if _, err := h.svc.Replay(ctx, pipeline.ReplayFilter{Unprocessed: true}, func(_, id, outcome string) { outcomes[id] = outcome }); err != nil {
+		if _, err := h.Svc.Replay(ctx, pipeline.ReplayFilter{Unprocessed: true}, func(_, id, outcome string) { outcomes[id] = outcome }); err != nil {
 			t.Fatal(err)
 		}
 		want := map[string]string{
@@ -403,73 +359,73 @@ func TestUnresolvedEventsChangeNothingUntilReplayed(t *testing.T) {
 		if fmt.Sprint(outcomes) != fmt.Sprint(want) {
 			t.Fatalf("replay outcomes %v, want %v", outcomes, want)
 		}
-		for sub, row := range map[string]canonicalRow{
+		for sub, row := range map[string]billingtest.CanonicalRow{
 			"sub_unknown_customer":        {Plan: "pro", UserID: linkedUser},
 			"sub_unmapped_price":          {Plan: "team", UserID: newUser},
-			"sub_1TESTa1B2c3D4e5F6g7H8i9": {Plan: "team", UserID: fixtureUser},
+			"sub_1TESTa1B2c3D4e5F6g7H8i9": {Plan: "team", UserID: billingtest.FixtureUser},
 		} {
-			if got := h.canonical(billing.ProviderWeb, sub); got == nil || got.Plan != row.Plan || got.UserID != row.UserID || got.Status != billing.StatusActive {
+			if got := h.Canonical(billing.ProviderWeb, sub); got == nil || got.Plan != row.Plan || got.UserID != row.UserID || got.Status != billing.StatusActive {
 				t.Errorf("%s after replay: %+v, want %+v", sub, got, row)
 			}
 		}
-		if got := h.canonical(billing.ProviderMobile, "txn_unmapped"); got == nil || got.Plan != "team" {
+		if got := h.Canonical(billing.ProviderMobile, "txn_unmapped"); got == nil || got.Plan != "team" {
 			t.Errorf("mobile subscription after replay: %+v", got)
 		}
-		if e := h.event(t, billing.ProviderMobile, "mobile_no_user"); !strings.Contains(e.processingError, "unresolved mobile customer") {
-			t.Errorf("still unresolved event keeps its reason: %q", e.processingError)
+		if e := h.Event(t, billing.ProviderMobile, "mobile_no_user"); !strings.Contains(e.ProcessingError, "unresolved mobile customer") {
+			t.Errorf("still unresolved event keeps its reason: %q", e.ProcessingError)
 		}
 	})
 }
 
 func TestPermanentErrorsAreStoredAndReplayable(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d)
+		h := billingtest.New(t, d)
 		ctx := context.Background()
 		broken := []byte(`{"id":"evt_broken","type":"customer.subscription.updated","created":1790856000,"data":{"object":{"status":"active"}}}`)
-		badTime := edit(t, fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
+		badTime := billingtest.Edit(t, billingtest.Fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
 			m["event_id"], m["event_datetime"] = "mobile_bad_time", "yesterday"
 		})
-		h.mustSend(billing.ProviderWeb, broken)
-		h.mustSend(billing.ProviderMobile, badTime)
-		if e := h.event(t, billing.ProviderWeb, "evt_broken"); !strings.Contains(e.processingError, "no id") {
-			t.Fatalf("web processing error %q", e.processingError)
+		h.MustSend(billing.ProviderWeb, broken)
+		h.MustSend(billing.ProviderMobile, badTime)
+		if e := h.Event(t, billing.ProviderWeb, "evt_broken"); !strings.Contains(e.ProcessingError, "no id") {
+			t.Fatalf("web processing error %q", e.ProcessingError)
 		}
-		if e := h.event(t, billing.ProviderMobile, "mobile_bad_time"); !strings.Contains(e.processingError, "event_datetime") {
-			t.Fatalf("mobile processing error %q", e.processingError)
+		if e := h.Event(t, billing.ProviderMobile, "mobile_bad_time"); !strings.Contains(e.ProcessingError, "event_datetime") {
+			t.Fatalf("mobile processing error %q", e.ProcessingError)
 		}
 
 		// An event unresolved for want of a plan is completed by a replay after plans sync.
-		newPrice := edit(t, webLifecycle(t, "sub_later_plan")["updated"], func(m map[string]any) {
-			item := path(m, "data", "object", "items")["data"].([]any)[0].(map[string]any)
-			path(item, "price")["id"] = "price_added_later"
+		newPrice := billingtest.Edit(t, billingtest.WebLifecycle(t, "sub_later_plan")["updated"], func(m map[string]any) {
+			item := billingtest.Path(m, "data", "object", "items")["data"].([]any)[0].(map[string]any)
+			billingtest.Path(item, "price")["id"] = "price_added_later"
 		})
-		h.mustSend(billing.ProviderWeb, newPrice)
-		if h.canonical(billing.ProviderWeb, "sub_later_plan") != nil {
+		h.MustSend(billing.ProviderWeb, newPrice)
+		if h.Canonical(billing.ProviderWeb, "sub_later_plan") != nil {
 			t.Fatal("unmapped price produced a canonical row")
 		}
-		plans, err := plans.ParsePlans([]byte(strings.Replace(testPlansYAML, "price_old_shape]", "price_old_shape, price_added_later]", 1)))
+		plans, err := plans.ParsePlans([]byte(strings.Replace(billingtest.PlansYAML, "price_old_shape]", "price_old_shape, price_added_later]", 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.svc.SyncPlans(ctx, plans); err != nil {
+		if _, err := h.Svc.SyncPlans(ctx, plans); err != nil {
 			t.Fatal(err)
 		}
 		var outcomes []string
-		n, err := h.svc.Replay(ctx, pipeline.ReplayFilter{Provider: billing.ProviderWeb}, func(_, id, outcome string) {
+		n, err := h.Svc.Replay(ctx, pipeline.ReplayFilter{Provider: billing.ProviderWeb}, func(_, id, outcome string) {
 			outcomes = append(outcomes, id+"="+outcome)
 		})
 		if err != nil || n != 2 {
 			t.Fatalf("replayed %d (%v), want 2: %v", n, err, outcomes)
 		}
-		if got := h.canonical(billing.ProviderWeb, "sub_later_plan"); got == nil || got.Plan != "pro" || got.Status != billing.StatusActive {
+		if got := h.Canonical(billing.ProviderWeb, "sub_later_plan"); got == nil || got.Plan != "pro" || got.Status != billing.StatusActive {
 			t.Fatalf("after replay: %+v", got)
 		}
 		// Replaying again changes nothing, and --unprocessed selects only the broken ones.
-		n, err = h.svc.Replay(ctx, pipeline.ReplayFilter{Unprocessed: true}, func(string, string, string) {})
+		n, err = h.Svc.Replay(ctx, pipeline.ReplayFilter{Unprocessed: true}, func(string, string, string) {})
 		if err != nil || n != 2 {
 			t.Fatalf("unprocessed replay selected %d (%v), want the 2 broken events", n, err)
 		}
-		n, _ = h.svc.Replay(ctx, pipeline.ReplayFilter{EventID: "evt_broken", Since: fixtureNow.Add(time.Hour)}, func(string, string, string) {})
+		n, _ = h.Svc.Replay(ctx, pipeline.ReplayFilter{EventID: "evt_broken", Since: billingtest.Now.Add(time.Hour)}, func(string, string, string) {})
 		if n != 0 {
 			t.Fatalf("--since after the event still selected %d", n)
 		}
@@ -480,10 +436,10 @@ func TestPermanentErrorsAreStoredAndReplayable(t *testing.T) {
 // canonical billing, and not for a duplicate, a stale event or an unresolved one.
 func TestBillingChangeHook(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, d)
+		h := billingtest.New(t, d)
 		var mu sync.Mutex
 		var calls []string
-		h.svc.OnBillingChange(func(ctx context.Context, userID string) {
+		h.Svc.OnBillingChange(func(ctx context.Context, userID string) {
 			var n int // the change is committed: another connection sees it
 			d.QueryRowContext(context.Background(), "select count(*) from subscriptions").Scan(&n)
 			mu.Lock()
@@ -495,19 +451,19 @@ func TestBillingChangeHook(t *testing.T) {
 			defer mu.Unlock()
 			return append([]string(nil), calls...)
 		}
-		updated := fixture(t, "web/customer.subscription.updated.json")
-		h.mustSend(billing.ProviderWeb, updated)
-		h.mustSend(billing.ProviderWeb, updated)                                              // duplicate
-		h.mustSend(billing.ProviderWeb, fixture(t, "web/customer.subscription.created.json")) // stale
-		h.mustSend(billing.ProviderWeb, edit(t, updated, func(m map[string]any) {
-			m["id"], m["created"] = "evt_past_due", float64(fixtureCreated+60)
-			path(m, "data", "object")["status"] = "past_due"
+		updated := billingtest.Fixture(t, "web/customer.subscription.updated.json")
+		h.MustSend(billing.ProviderWeb, updated)
+		h.MustSend(billing.ProviderWeb, updated)                                                          // duplicate
+		h.MustSend(billing.ProviderWeb, billingtest.Fixture(t, "web/customer.subscription.created.json")) // stale
+		h.MustSend(billing.ProviderWeb, billingtest.Edit(t, updated, func(m map[string]any) {
+			m["id"], m["created"] = "evt_past_due", float64(billingtest.WebCreated+60)
+			billingtest.Path(m, "data", "object")["status"] = "past_due"
 		}))
-		h.mustSend(billing.ProviderWeb, edit(t, updated, func(m map[string]any) { // unresolved
-			m["id"], m["created"] = "evt_unmapped", float64(fixtureCreated+120)
-			path(path(m, "data", "object")["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_nobody_sells"
+		h.MustSend(billing.ProviderWeb, billingtest.Edit(t, updated, func(m map[string]any) { // unresolved
+			m["id"], m["created"] = "evt_unmapped", float64(billingtest.WebCreated+120)
+			billingtest.Path(billingtest.Path(m, "data", "object")["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_nobody_sells"
 		}))
-		want := []string{fixtureUser + ":1", fixtureUser + ":1"}
+		want := []string{billingtest.FixtureUser + ":1", billingtest.FixtureUser + ":1"}
 		if got := called(); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("hook calls %v, want %v", got, want)
 		}

@@ -1,4 +1,4 @@
-package webhooks
+package mirror_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/mirror"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/db"
@@ -54,8 +55,8 @@ func TestSyncEngineReadsTheMirrorLive(t *testing.T) {
 		t.Fatalf("%d tollgate indexes on the mirror, want 2", indexes)
 	}
 
-	h := newHarness(t, d, func(o *options) { o.mountWeb, o.syncEngineSchema = false, schema })
-	plans, err := plans.ParsePlans([]byte(testPlansYAML + `
+	h := billingtest.New(t, d, func(o *billingtest.Options) { o.MountWeb, o.SyncEngineSchema = false, schema })
+	plans, err := plans.ParsePlans([]byte(billingtest.PlansYAML + `
   storage:
     name: Storage
     entitlements:
@@ -65,7 +66,7 @@ func TestSyncEngineReadsTheMirrorLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.svc.SyncPlans(ctx, plans); err != nil {
+	if _, err := h.Svc.SyncPlans(ctx, plans); err != nil {
 		t.Fatal(err)
 	}
 	exec := func(sql string, args ...any) {
@@ -74,17 +75,17 @@ func TestSyncEngineReadsTheMirrorLive(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	created := fixtureNow.Add(-10 * 24 * time.Hour).Unix()
-	periodEnd := fixtureNow.Add(20 * 24 * time.Hour).Truncate(time.Second).UTC()
+	created := billingtest.Now.Add(-10 * 24 * time.Hour).Unix()
+	periodEnd := billingtest.Now.Add(20 * 24 * time.Hour).Truncate(time.Second).UTC()
 	// A newer-API subscription: no period end on the subscription, only on its item.
-	exec(`insert into M.customers (id, email, metadata) values ('cus_m1', 'm@example.test', $1)`, `{"user_id":"`+fixtureUser+`"}`)
+	exec(`insert into M.customers (id, email, metadata) values ('cus_m1', 'm@example.test', $1)`, `{"user_id":"`+billingtest.FixtureUser+`"}`)
 	exec(`insert into M.subscriptions (id, customer, status, items, metadata, cancel_at_period_end, created, last_synced_at)
-		values ('sub_m1', 'cus_m1', 'active', '{"object":"list","data":[]}', '{}', false, $1, $2)`, created, fixtureNow)
+		values ('sub_m1', 'cus_m1', 'active', '{"object":"list","data":[]}', '{}', false, $1, $2)`, created, billingtest.Now)
 	exec(`insert into M.subscription_items (id, subscription, price, deleted, current_period_end) values ('si_m1', 'sub_m1', 'price_1TESTmonthlyPro000001', false, $1)`, periodEnd.Unix())
 
 	answer := func() billing.Entitlements {
 		t.Helper()
-		e, err := h.svc.Entitlements(ctx, fixtureUser)
+		e, err := h.Svc.Entitlements(ctx, billingtest.FixtureUser)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +103,7 @@ func TestSyncEngineReadsTheMirrorLive(t *testing.T) {
 		{"item removed", `update M.subscription_items set deleted = true where id = 'si_m1' and $1::bigint is not null`, `update M.subscription_items set deleted = false where id = 'si_m1'`},
 		{"period end in the past", `update M.subscription_items set current_period_end = $1 where id = 'si_m1'`, ``},
 	}
-	past := fixtureNow.Add(-time.Hour).Unix()
+	past := billingtest.Now.Add(-time.Hour).Unix()
 	for _, c := range changes {
 		exec(c.change, past)
 		if e := answer(); e.Subscribed() || e.Plan().Key != "free" {
@@ -122,24 +123,24 @@ func TestSyncEngineReadsTheMirrorLive(t *testing.T) {
 	exec(`insert into M.subscriptions (id, customer, status, items, metadata, created, current_period_end)
 		values ('sub_m2', 'cus_not_mirrored', 'trialing', $1, $2, $3, $4)`,
 		`{"object":"list","data":[{"id":"si_x","price":{"id":"price_1TESTmonthlyPro000001"}}]}`, `{"user_id":"`+other+`"}`, created, periodEnd.Unix())
-	if e, err := h.svc.Entitlements(ctx, other); err != nil || !e.Subscribed() || e.Governing().Status != billing.StatusTrialing {
+	if e, err := h.Svc.Entitlements(ctx, other); err != nil || !e.Subscribed() || e.Governing().Status != billing.StatusTrialing {
 		t.Fatalf("old-shape mirrored subscription: %+v %v", e.Governing(), err)
 	}
 
 	// An unknown customer is simply not entitled.
-	if e, err := h.svc.Entitlements(ctx, "99999999-0000-4000-8000-000000000000"); err != nil || e.Subscribed() {
+	if e, err := h.Svc.Entitlements(ctx, "99999999-0000-4000-8000-000000000000"); err != nil || e.Subscribed() {
 		t.Fatalf("unknown customer: %v %v", e.Subscribed(), err)
 	}
 
 	// Mobile still works, and entitlements combine both stores.
-	h.mustSend(billing.ProviderMobile, edit(t, fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
-		path(m, "event_properties")["vendor_product_id"] = "com.example.storage"
+	h.MustSend(billing.ProviderMobile, billingtest.Edit(t, billingtest.Fixture(t, "mobile/subscription_started.json"), func(m map[string]any) {
+		billingtest.Path(m, "event_properties")["vendor_product_id"] = "com.example.storage"
 	}))
 	e = answer()
 	if limit, _ := e.Limit("storage_gb"); !e.Entitled("exports") || limit != 50 || e.Plan().Key != "storage" {
 		t.Fatalf("union of web mirror and mobile: plan %s, exports %v, storage_gb %d", e.Plan().Key, e.Entitled("exports"), limit)
 	}
-	if rec := h.sendWeb(fixture(t, "web/customer.subscription.created.json")); rec.Code != 404 {
+	if rec := h.SendWeb(billingtest.Fixture(t, "web/customer.subscription.created.json")); rec.Code != 404 {
 		t.Fatalf("web webhook in sync_engine mode: %d", rec.Code)
 	}
 }

@@ -1,0 +1,53 @@
+package billingtest
+
+import (
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing/appstore"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
+)
+
+// Bundle is the app's bundle id and Play package name in every store test.
+const Bundle = "com.example.app"
+
+// WithAppStore adds the App Store, pinned to chain's root.
+func WithAppStore(t testing.TB, chain *appstoredev.Chain) Option {
+	a, err := appstore.New(appstore.Config{BundleID: Bundle, RootCerts: chain.RootPEM(), Environments: []string{"Production"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return WithAdapters(a)
+}
+
+// NewChain is a fresh local App Store signing chain.
+func NewChain(t testing.TB) *appstoredev.Chain {
+	c, err := appstoredev.New(appstoredev.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// SendAppStore delivers n signed by c to the App Store route.
+func (h *Harness) SendAppStore(c *appstoredev.Chain, n appstoredev.Notification) *httptest.ResponseRecorder {
+	h.T.Helper()
+	body, err := c.Body(n)
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	return h.Post("/billing/webhooks/appstore", body, nil)
+}
+
+// AppStoreNotification is a notification of type about subscription sub of user, signed
+// at signed, whose transaction expires at expires.
+func AppStoreNotification(id, typ, subtype, sub, user string, signed, expires time.Time) appstoredev.Notification {
+	return appstoredev.Notification{
+		UUID: id, Type: typ, Subtype: subtype, BundleID: Bundle, Signed: signed,
+		Transaction: &appstoredev.Transaction{
+			OriginalTransactionID: sub, TransactionID: sub + "-" + id, BundleID: Bundle, ProductID: "com.example.app.pro.monthly",
+			AppAccountToken: user, Expires: expires, Price: 9990, Currency: "USD",
+		},
+	}
+}
