@@ -38,7 +38,10 @@ func TestOutboundWebhooksSurviveSIGKILL(t *testing.T) {
 			t.Parallel()
 			receiver := outboundtest.NewReceiver(t)
 			release := receiver.Hang()
-			env := testEnv(t, map[string]string{"OUTBOUND_WEBHOOK_URL": receiver.URL, "OUTBOUND_WEBHOOK_SECRET": outboundtest.Secret})
+			// A 2 s attempt timeout leases a delivery for 6 s: the killed instance's hanging
+			// deliveries go out again that long after it died, not the default 30 s.
+			env := testEnv(t, map[string]string{"OUTBOUND_WEBHOOK_URL": receiver.URL, "OUTBOUND_WEBHOOK_SECRET": outboundtest.Secret,
+				"OUTBOUND_WEBHOOK_TIMEOUT": "2s"})
 			if engine == "postgres" {
 				env["DATABASE_URL"] = dbtest.PostgresURL(t)
 			}

@@ -122,7 +122,7 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 		Log:          e.log,
 	}
 	if e.cfg.OutboundWebhookURL != "" {
-		s.deliverer = outbound.New(d, outbound.Options{URL: e.cfg.OutboundWebhookURL, Key: e.cfg.OutboundWebhookSecret, DBTimeout: e.cfg.DBTimeout, Log: e.log, Registerer: registry})
+		s.deliverer = outbound.New(d, outbound.Options{URL: e.cfg.OutboundWebhookURL, Key: e.cfg.OutboundWebhookSecret, Timeout: e.cfg.OutboundWebhookTimeout, DBTimeout: e.cfg.DBTimeout, Log: e.log, Registerer: registry})
 		s.billing.pipeline.OnBillingChange(func(context.Context, string) { s.deliverer.Wake() })
 	}
 	if e.cfg.WebAPIKey != "" {

@@ -93,6 +93,9 @@ type Config struct {
 	// delivered, signed with OutboundWebhookSecret (the key behind "whsec_", decoded).
 	OutboundWebhookURL    string
 	OutboundWebhookSecret []byte
+	// OutboundWebhookTimeout bounds one delivery attempt; a delivery claimed by an
+	// instance that died goes out again three timeouts later.
+	OutboundWebhookTimeout time.Duration
 
 	CORSOrigins      []string
 	SwaggerUIEnabled bool
@@ -292,6 +295,10 @@ func Load(getenv func(string) string) (Config, error) {
 			fail("OUTBOUND_WEBHOOK_SECRET", "%v", err)
 		}
 		c.OutboundWebhookSecret = secret
+	}
+	c.OutboundWebhookTimeout = duration("OUTBOUND_WEBHOOK_TIMEOUT", 10*time.Second)
+	if c.OutboundWebhookTimeout > time.Minute {
+		fail("OUTBOUND_WEBHOOK_TIMEOUT", "want at most 1m: a crashed instance's deliveries wait three of them, got %s", c.OutboundWebhookTimeout)
 	}
 
 	if raw := get("CORS_ORIGINS", ""); raw != "" {

@@ -170,6 +170,17 @@ func TestOutboundWebhookSettings(t *testing.T) {
 	if err != nil || c.OutboundWebhookURL != "https://app.example.com/hooks?token=t" || len(c.OutboundWebhookSecret) != 24 {
 		t.Fatalf("valid settings: %v, %q, %d key bytes", err, c.OutboundWebhookURL, len(c.OutboundWebhookSecret))
 	}
+	if c.OutboundWebhookTimeout != 10*time.Second {
+		t.Errorf("default attempt timeout %s, want 10s", c.OutboundWebhookTimeout)
+	}
+	if c, err := with(map[string]string{"OUTBOUND_WEBHOOK_TIMEOUT": "2s"}); err != nil || c.OutboundWebhookTimeout != 2*time.Second {
+		t.Errorf("OUTBOUND_WEBHOOK_TIMEOUT=2s: %v, %s", err, c.OutboundWebhookTimeout)
+	}
+	for _, raw := range []string{"2m", "0s", "soon"} {
+		if _, err := with(map[string]string{"OUTBOUND_WEBHOOK_TIMEOUT": raw}); err == nil || !strings.Contains(err.Error(), "OUTBOUND_WEBHOOK_TIMEOUT: want") {
+			t.Errorf("OUTBOUND_WEBHOOK_TIMEOUT=%s: %v, want it refused", raw, err)
+		}
+	}
 	if c, err := with(map[string]string{"OUTBOUND_WEBHOOK_SECRET": "ignored"}); err != nil || c.OutboundWebhookSecret != nil {
 		t.Fatalf("a secret without a URL: %v, %v", err, c.OutboundWebhookSecret)
 	}

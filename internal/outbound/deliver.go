@@ -22,8 +22,9 @@ import (
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
-// Timeout bounds one attempt: a receiver that has not answered by then has failed it.
-const Timeout = 10 * time.Second
+// DefaultTimeout bounds one attempt unless Options.Timeout says otherwise: a receiver that
+// has not answered by then has failed it.
+const DefaultTimeout = 10 * time.Second
 
 // A 2xx status delivers; the body after it only keeps the connection reusable. A receiver
 // that trickles it must not hold a slot of the batch: at most answerBodyLimit bytes are
@@ -44,8 +45,11 @@ type Options struct {
 	// latest a delivery recorded by another instance, or one due for a retry, waits.
 	// Default 1 s.
 	Poll time.Duration
+	// Timeout bounds one attempt (OUTBOUND_WEBHOOK_TIMEOUT). Default DefaultTimeout.
+	Timeout time.Duration
 	// Lease is how long a claimed delivery is held by its instance; a delivery whose
-	// instance died is attempted again once it runs out. It must exceed Timeout. Default 30 s.
+	// instance died is attempted again once it runs out. It must exceed Timeout, so that
+	// a slow attempt is never sent twice. Default three Timeouts.
 	Lease time.Duration
 	// Pace is the least time between two of the deliverer's transactions. Default 100 ms.
 	Pace time.Duration
@@ -82,8 +86,11 @@ func New(d *db.DB, opts Options) *Deliverer {
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
-	if opts.Lease <= 0 {
-		opts.Lease = 30 * time.Second
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Lease <= opts.Timeout {
+		opts.Lease = 3 * opts.Timeout
 	}
 	if opts.Pace <= 0 {
 		opts.Pace = 100 * time.Millisecond
@@ -103,7 +110,7 @@ func New(d *db.DB, opts Options) *Deliverer {
 	del := &Deliverer{
 		db: d, opts: opts, wake: make(chan struct{}, 1),
 		client: &http.Client{
-			Timeout:   Timeout,
+			Timeout:   opts.Timeout,
 			Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: batch, IdleConnTimeout: 90 * time.Second},
 			// A redirect is an answer, not a delivery: the receiver's URL is configured.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -333,7 +340,7 @@ func (d *Deliverer) attempt(ctx context.Context, r dbq.ClaimDeliveriesRow) settl
 // the status, or the kind of network failure, never the URL (it may carry a token) nor the
 // receiver's answer.
 func (d *Deliverer) post(ctx context.Context, r dbq.ClaimDeliveriesRow) error {
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.opts.URL, bytes.NewReader([]byte(r.Payload)))
 	if err != nil {
@@ -347,7 +354,7 @@ func (d *Deliverer) post(ctx context.Context, r dbq.ClaimDeliveriesRow) error {
 	req.Header.Set("webhook-signature", Sign(d.opts.Key, r.MessageID, at, []byte(r.Payload)))
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return describeNetworkError(err)
+		return describeNetworkError(err, d.opts.Timeout)
 	}
 	bodyRead := time.AfterFunc(answerBodyWait, cancel) // a trickling body ends here
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, answerBodyLimit))
@@ -359,12 +366,12 @@ func (d *Deliverer) post(ctx context.Context, r dbq.ClaimDeliveriesRow) error {
 	return nil
 }
 
-func describeNetworkError(err error) error {
+func describeNetworkError(err error, timeout time.Duration) error {
 	var netErr net.Error
 	var opErr *net.OpError
 	switch {
 	case errors.As(err, &netErr) && netErr.Timeout():
-		return fmt.Errorf("no answer within %s", Timeout)
+		return fmt.Errorf("no answer within %s", timeout)
 	case errors.As(err, &opErr):
 		return fmt.Errorf("%s failed: %v", opErr.Op, opErr.Err)
 	}

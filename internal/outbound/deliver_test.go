@@ -562,7 +562,7 @@ func TestAReceiverThatTricklesItsAnswerDoesNotHoldTheAttempt(t *testing.T) {
 	if countStatus(t, d, Delivered) != 1 {
 		t.Fatal("a 200 with a trickled body was not recorded as delivered")
 	}
-	if took >= Timeout/2 {
+	if took >= DefaultTimeout/2 {
 		t.Fatalf("the attempt took %v: it waited for the trickled body", took)
 	}
 	if n := <-gone; n > 2*int(answerBodyWait/(50*time.Millisecond)) {
