@@ -20,6 +20,16 @@ var (
 	errServiceOnly = errors.New("a user token on an operation for service keys")
 )
 
+// statusOf is the status of each kind of billing's answers.
+var statusOf = map[billing.Kind]int{
+	billing.KindInvalid:      http.StatusUnprocessableEntity,
+	billing.KindUnresolved:   http.StatusUnprocessableEntity,
+	billing.KindNotFound:     http.StatusNotFound,
+	billing.KindConflict:     http.StatusConflict,
+	billing.KindRefused:      http.StatusForbidden,
+	billing.KindUnconfigured: http.StatusNotImplemented,
+}
+
 // problemFor is the API's one mapping of errors to answers. Apart from huma's own request
 // validation (422) and the throttles' 429, every status /api/* gives comes from here; an
 // error it does not know is the database's or a dependency's, and says nothing of itself.
@@ -27,40 +37,16 @@ func problemFor(err error) *apiProblem {
 	p := func(status int, kind, title, detail string) *apiProblem {
 		return &apiProblem{Problem: problem.Problem{Type: problem.TypeBase + kind, Title: title, Status: status, Detail: detail}}
 	}
-	switch {
-	case errors.Is(err, billing.ErrLimitExceeded):
-		return p(http.StatusForbidden, "limit-exceeded", "Limit exceeded", "This would exceed the plan's limit for this period; nothing was recorded.")
-	case errors.Is(err, billing.ErrNotEntitled):
-		return p(http.StatusForbidden, "not-entitled", "Not entitled", "The current plan does not include this.")
-	case errors.Is(err, billing.ErrUnknownPlan):
-		return p(http.StatusUnprocessableEntity, "invalid-checkout", "Unknown plan", "There is no such plan.")
-	case errors.Is(err, billing.ErrPlanNotOnWeb):
-		return p(http.StatusUnprocessableEntity, "invalid-checkout", "Not sold on the web", "This plan has no web prices to buy.")
-	case errors.Is(err, billing.ErrForeignPrice):
-		return p(http.StatusUnprocessableEntity, "invalid-checkout", "Price not in plan", "The price is not one of the plan's web prices.")
-	case errors.Is(err, billing.ErrRedirectOrigin):
-		return p(http.StatusUnprocessableEntity, "invalid-checkout", "Redirect not allowed",
-			"success_url and cancel_url must be absolute URLs on this service's origin or one of CHECKOUT_REDIRECT_ORIGINS.")
-	case errors.Is(err, billing.ErrManagedInApp):
-		return p(http.StatusConflict, "managed-in-app", "Managed in the app", billing.ManagedInAppMessage)
-	case errors.Is(err, billing.ErrAlreadySubscribed):
-		return p(http.StatusConflict, "already-subscribed", "Already subscribed", "A subscription already entitles you to this plan; manage it in the billing portal.")
-	case errors.Is(err, billing.ErrNoWebCustomer):
-		return p(http.StatusNotFound, "no-billing-account", "No billing account", "There is no web billing account to manage yet.")
-	case errors.Is(err, billing.ErrCheckoutUnavailable):
-		return p(http.StatusNotImplemented, "checkout-unavailable", "Checkout unavailable", "Web purchases are not configured on this server.")
-	case errors.Is(err, billing.ErrCheckoutOfAnother):
-		return p(http.StatusForbidden, "checkout-of-another", "Not your checkout", "This checkout session is not yours; nothing was applied.")
-	case errors.Is(err, billing.ErrPurchaseOfAnother):
-		return p(http.StatusConflict, "purchase-of-another", "Another user's purchase", "This purchase is linked to another user; nothing changed.")
-	case errors.Is(err, billing.ErrUnverifiedPurchase):
-		return p(http.StatusUnprocessableEntity, "unverified-purchase", "Purchase not verified", "The store does not vouch for this purchase.")
-	case errors.Is(err, billing.ErrUnknownStore):
-		return p(http.StatusUnprocessableEntity, "unknown-store", "Store not configured", "This server does not hear that store.")
-	case errors.As(err, new(*billing.Unresolved)):
+	if e := billing.AsError(err); e != nil {
+		return p(statusOf[e.Kind()], e.Code, e.Title, e.Detail)
+	}
+	switch billing.KindOf(err) {
+	case billing.KindUnresolved: // the only one the API meets: a reported purchase's product
 		return p(http.StatusUnprocessableEntity, "unmapped-product", "Product on no plan", "The purchase's product is on no plan of this server.")
-	case errors.As(err, new(*billing.ProviderError)):
+	case billing.KindProviderFailed:
 		return p(http.StatusBadGateway, "provider-error", "Payment provider error", "The payment provider could not start the session; try again shortly.")
+	}
+	switch {
 	case errors.Is(err, errNoToken):
 		return p(http.StatusUnauthorized, "unauthorized", "Unauthorized", "A bearer token is required.").challenge(false)
 	case errors.Is(err, errSeveralAuth):

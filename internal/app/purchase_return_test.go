@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/identity/identitytest"
 )
 
@@ -98,7 +99,7 @@ func TestBrowserPurchaseReturn(t *testing.T) {
 
 	// Another user's session is refused, and nothing changes.
 	tab.run("another's session", chromedp.Navigate(base+"/billing/return?session_id=cs_unknown"), chromedp.WaitVisible(chromedp.CSS(".alert")))
-	if tab.text(".alert") != "That purchase is not one of yours." {
+	if tab.text(".alert") != billing.ErrCheckoutOfAnother.Detail {
 		t.Fatalf("another's session: %q", tab.text(".alert"))
 	}
 }

@@ -7,36 +7,44 @@ import (
 	"strings"
 )
 
-// Billing's errors are of a few kinds; each surface (api, forms, webhooks) maps them to
-// its answers in one place.
-
-// Answers to a user's question or purchase: not failures.
+// Billing's answers that are not failures, each of a kind (kinds.go). The API shows Code,
+// Title and Detail as they are; the other surfaces word them by kind.
 var (
 	// ErrNotEntitled: the user's plan has no limit of that name.
-	ErrNotEntitled = errors.New("not entitled")
+	ErrNotEntitled = newError(KindRefused, "not entitled", "not-entitled", "Not entitled", "The current plan does not include this.")
 	// ErrLimitExceeded: the amount would take the counter past the limit; nothing changed.
-	ErrLimitExceeded = errors.New("limit exceeded")
+	ErrLimitExceeded = newError(KindRefused, "limit exceeded", "limit-exceeded", "Limit exceeded",
+		"This would exceed the plan's limit for this period; nothing was recorded.")
 	// ErrInvalidAmount: amounts are whole numbers above zero.
-	ErrInvalidAmount = errors.New("amount must be at least 1")
+	ErrInvalidAmount = newError(KindInvalid, "amount must be at least 1", "invalid-amount", "Invalid amount", "The amount must be a whole number of at least 1.")
 
-	ErrCheckoutUnavailable = errors.New("checkout is not configured (WEB_API_KEY)")
-	ErrUnknownPlan         = errors.New("no such plan")
-	ErrPlanNotOnWeb        = errors.New("the plan has no web prices")
-	ErrForeignPrice        = errors.New("the price is not one of the plan's web prices")
-	ErrRedirectOrigin      = errors.New("a redirect URL is not on an allowed origin")
-	ErrAlreadySubscribed   = errors.New("already subscribed to this plan")
-	ErrNoWebCustomer       = errors.New("no web customer is linked to the user")
+	ErrCheckoutUnavailable = newError(KindUnconfigured, "checkout is not configured (WEB_API_KEY)", "checkout-unavailable", "Checkout unavailable",
+		"Web purchases are not configured on this server.")
+	ErrUnknownPlan    = newError(KindInvalid, "no such plan", "invalid-checkout", "Unknown plan", "There is no such plan.")
+	ErrPlanNotOnWeb   = newError(KindInvalid, "the plan has no web prices", "invalid-checkout", "Not sold on the web", "This plan has no web prices to buy.")
+	ErrForeignPrice   = newError(KindInvalid, "the price is not one of the plan's web prices", "invalid-checkout", "Price not in plan", "The price is not one of the plan's web prices.")
+	ErrRedirectOrigin = newError(KindInvalid, "a redirect URL is not on an allowed origin", "invalid-checkout", "Redirect not allowed",
+		"success_url and cancel_url must be absolute URLs on this service's origin or one of CHECKOUT_REDIRECT_ORIGINS.")
+	ErrAlreadySubscribed = newError(KindConflict, "already subscribed to this plan", "already-subscribed", "Already subscribed",
+		"A subscription already entitles you to this plan; manage it in the billing portal.")
+	ErrNoWebCustomer = newError(KindNotFound, "no web customer is linked to the user", "no-billing-account", "No billing account",
+		"There is no web billing account to manage yet.")
 	// ErrCheckoutOfAnother: a checkout session that is not the caller's (or no session).
-	ErrCheckoutOfAnother = errors.New("the checkout session belongs to another user")
+	ErrCheckoutOfAnother = newError(KindRefused, "the checkout session belongs to another user", "checkout-of-another", "Not your checkout",
+		"This checkout session is not yours; nothing was applied.")
 	// ErrManagedInApp: only a subscription bought in the mobile app entitles the user. It
 	// is changed or cancelled in the app's store, and a web purchase beside it would bill
 	// them twice: checkout and the portal both answer with ManagedInAppMessage.
-	ErrManagedInApp = errors.New("the subscription is managed in the mobile app's store")
+	ErrManagedInApp = newError(KindConflict, "the subscription is managed in the mobile app's store", "managed-in-app", "Managed in the app",
+		ManagedInAppMessage)
 
 	// A purchase the app reports (POST /api/v1/billing/purchases).
-	ErrUnknownStore       = errors.New("this store is not configured")
-	ErrUnverifiedPurchase = errors.New("the purchase could not be verified with the store")
-	ErrPurchaseOfAnother  = errors.New("the purchase belongs to another user")
+	ErrUnknownStore = newError(KindInvalid, "this store is not configured", "unknown-store", "Store not configured",
+		"This server does not hear that store.")
+	ErrUnverifiedPurchase = newError(KindInvalid, "the purchase could not be verified with the store", "unverified-purchase", "Purchase not verified",
+		"The store does not vouch for this purchase.")
+	ErrPurchaseOfAnother = newError(KindConflict, "the purchase belongs to another user", "purchase-of-another", "Another user's purchase",
+		"This purchase is linked to another user; nothing changed.")
 )
 
 // ManagedInAppMessage is the one answer, on the API and the account page, to a user whom
@@ -44,20 +52,14 @@ var (
 const ManagedInAppMessage = "Your subscription was bought in the mobile app: change or cancel it in the app's store " +
 	"(the App Store or Google Play settings), not here."
 
-// IsAnswer says whether err is the domain's answer rather than a failure: nothing to
-// retry and nothing wrong with the database.
-func IsAnswer(err error) bool {
-	var unresolved *Unresolved
-	var invalid *Invalid
-	return errors.Is(err, ErrNotEntitled) || errors.Is(err, ErrLimitExceeded) || errors.Is(err, ErrInvalidAmount) ||
-		errors.Is(err, ErrPurchaseOfAnother) || errors.As(err, &unresolved) || errors.As(err, &invalid)
-}
-
 // ProviderError is a provider's API refusing or failing to create a session. Its text is
 // ours: the provider's message stays out of answers and logs.
 type ProviderError struct{ Status int }
 
 func (e *ProviderError) Error() string { return "the web provider could not create the session" }
+
+// Kind says a provider failed: trying again later may succeed.
+func (e *ProviderError) Kind() Kind { return KindProviderFailed }
 
 // Invalid is an event that can never be processed as sent (a missing or malformed field).
 // It is stored with the message and answered 200; a replay runs it again once the cause
@@ -65,6 +67,9 @@ func (e *ProviderError) Error() string { return "the web provider could not crea
 type Invalid struct{ Msg string }
 
 func (e *Invalid) Error() string { return e.Msg }
+
+// Kind is KindInvalid: the event can never be processed as sent.
+func (e *Invalid) Kind() Kind { return KindInvalid }
 
 // Invalidf builds an *Invalid.
 func Invalidf(format string, args ...any) error {
@@ -88,6 +93,9 @@ func (e *Unresolved) Error() string {
 	return b.String()
 }
 
+// Kind is KindUnresolved.
+func (e *Unresolved) Kind() Kind { return KindUnresolved }
+
 // NewUnresolved builds an *Unresolved.
 func NewUnresolved(what string, ids ...any) error { return &Unresolved{What: what, IDs: ids} }
 
@@ -100,6 +108,9 @@ type BodyError struct {
 
 func (e *BodyError) Error() string { return e.Err.Error() }
 func (e *BodyError) Unwrap() error { return e.Err }
+
+// Kind is KindInvalid: the body can never be stored as an event.
+func (e *BodyError) Kind() Kind { return KindInvalid }
 
 // BadJSON and BadEventID are the two kinds of BodyError.
 func BadJSON(err error) error    { return &BodyError{Outcome: "bad_json", Err: err} }
@@ -116,8 +127,12 @@ func JSONProblem(err error) string {
 
 // Refusals of a request's verification, for the log (the answer is always 401).
 var (
-	ErrNoSecret          = errors.New("no signing secret configured")
-	ErrSignatureMismatch = errors.New("no signature matches")
-	ErrMissingHeader     = errors.New("no signature or authorization header")
-	ErrAmbiguousHeader   = errors.New("more than one signature or authorization header")
+	ErrNoSecret          = verificationRefusal("no signing secret configured")
+	ErrSignatureMismatch = verificationRefusal("no signature matches")
+	ErrMissingHeader     = verificationRefusal("no signature or authorization header")
+	ErrAmbiguousHeader   = verificationRefusal("more than one signature or authorization header")
 )
+
+func verificationRefusal(msg string) *Error {
+	return newError(KindRefused, msg, "invalid-signature", "Unauthorized", "The webhook signature or authorization is missing or does not match.")
+}

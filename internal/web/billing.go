@@ -3,7 +3,6 @@ package web
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -72,12 +71,9 @@ func (w *Web) purchaseReturn(rw http.ResponseWriter, r *http.Request) {
 	}
 	session := r.URL.Query().Get("session_id")
 	synced, err := w.opts.Checkout.Sync(r.Context(), user.ID, session)
-	var provider *billing.ProviderError
-	switch {
-	case errors.Is(err, billing.ErrCheckoutOfAnother):
-		w.redirect(rw, r, "/", keyAlert, "That purchase is not one of yours.")
-	case errors.As(err, &provider):
-		w.redirect(rw, r, "/", keyAlert, "The payment provider is not answering right now; your plan shows here once the payment is confirmed.")
+	switch alert := billingAlert(err, "your plan shows here once the payment is confirmed."); {
+	case alert != "":
+		w.redirect(rw, r, "/", keyAlert, alert)
 	case err != nil:
 		w.refuse(rw, r, "purchase read-back", "message", page{Title: "Your account"}, err)
 	case synced.Pending:
@@ -135,20 +131,28 @@ func (w *Web) openPortal(rw http.ResponseWriter, r *http.Request) {
 // toProvider sends the browser to a provider's page (303), or back to the account page
 // saying why not. The database failing is the unavailable page, as anywhere.
 func (w *Web) toProvider(rw http.ResponseWriter, r *http.Request, url string, err error) {
-	var provider *billing.ProviderError
-	switch {
+	switch alert := billingAlert(err, "please try again in a moment."); {
 	case err == nil:
 		http.Redirect(rw, r, url, http.StatusSeeOther)
-	case errors.Is(err, billing.ErrManagedInApp):
-		w.redirect(rw, r, "/", keyAlert, billing.ManagedInAppMessage)
-	case errors.Is(err, billing.ErrAlreadySubscribed):
-		w.redirect(rw, r, "/", keyAlert, "You already have this plan.")
-	case errors.As(err, &provider):
-		w.redirect(rw, r, "/", keyAlert, "The payment provider is not answering right now. Please try again in a moment.")
-	case errors.Is(err, billing.ErrUnknownPlan), errors.Is(err, billing.ErrPlanNotOnWeb), errors.Is(err, billing.ErrNoWebCustomer),
-		errors.Is(err, billing.ErrCheckoutUnavailable):
-		w.redirect(rw, r, "/", keyAlert, "That is not available here.")
+	case alert != "":
+		w.redirect(rw, r, "/", keyAlert, alert)
 	default:
 		w.refuse(rw, r, "billing session", "message", page{Title: "Your account"}, err)
 	}
+}
+
+// billingAlert is the forms' one wording of billing's answers, shown on the account page: an
+// answer's own detail, or for a provider that failed, that it is not answering and then;
+// "" for a failure of the database, which is the unavailable page as anywhere.
+func billingAlert(err error, then string) string {
+	if e := billing.AsError(err); e != nil {
+		return e.Detail
+	}
+	switch billing.KindOf(err) {
+	case "":
+		return ""
+	case billing.KindProviderFailed:
+		return "The payment provider is not answering right now; " + then
+	}
+	return "That is not available here."
 }

@@ -116,7 +116,7 @@ func TestAccountPageStartsCheckoutAndOpensThePortal(t *testing.T) {
 		t.Fatalf("portal: %d %s %v", r.status, r.location, sessions)
 	}
 	r = h.post("/account/checkout", url.Values{"plan": {"pro"}})
-	if r.status != http.StatusSeeOther || r.location != "/" || flash(t, h.get("/").body, "alert") != "You already have this plan." {
+	if r.status != http.StatusSeeOther || r.location != "/" || flash(t, h.get("/").body, "alert") != billing.ErrAlreadySubscribed.Detail {
 		t.Fatalf("buying pro again: %d %s", r.status, r.location)
 	}
 }

@@ -11,13 +11,15 @@ import (
 
 var errBodyTooLarge = errors.New("body too large")
 
-// refusal is a request that failed verification; unavailable is an event that could not
-// be stored (or read from its provider first).
+// refusal is a request that failed verification, whatever the adapter's reason (a
+// signature, a key set it could not fetch): a refusal, 401. unavailable is an event that
+// could not be stored, or read from its provider first: no kind, 503.
 type refusal struct{ err error }
 type unavailable struct{ err error }
 
-func (e *refusal) Error() string     { return e.err.Error() }
-func (e *unavailable) Error() string { return e.err.Error() }
+func (e *refusal) Error() string      { return e.err.Error() }
+func (e *refusal) Kind() billing.Kind { return billing.KindRefused }
+func (e *unavailable) Error() string  { return e.err.Error() }
 
 // answer is what a refused delivery gets: the status the provider sees, a safe public
 // detail, and the outcome label for logs and metrics.
@@ -28,20 +30,24 @@ type answer struct {
 	detail  string
 }
 
-// answerTo maps an error to its answer: the one place webhook failures become statuses.
+// answerTo maps an error to its answer by its kind: the one place webhook failures become
+// statuses.
 func answerTo(err error) answer {
-	var ref *refusal
-	var body *billing.BodyError
-	var unav *unavailable
-	switch {
-	case errors.As(err, &ref):
-		return answer{http.StatusUnauthorized, "invalid-signature", "unauthorized", "The webhook signature or authorization is missing or does not match."}
-	case errors.As(err, &unav):
-		return answer{http.StatusServiceUnavailable, "unavailable", "unavailable", "The event could not be stored; retry later."}
-	case errors.As(err, &body):
-		return answer{http.StatusBadRequest, "invalid-body", body.Outcome, body.Error() + "."}
-	case errors.Is(err, errBodyTooLarge):
+	if errors.Is(err, errBodyTooLarge) {
 		return answer{http.StatusRequestEntityTooLarge, "body-too-large", "too_large", "The body is larger than this endpoint accepts."}
+	}
+	var body *billing.BodyError
+	switch billing.KindOf(err) {
+	case billing.KindRefused:
+		return answer{http.StatusUnauthorized, "invalid-signature", "unauthorized", "The webhook signature or authorization is missing or does not match."}
+	case billing.KindInvalid:
+		if errors.As(err, &body) {
+			return answer{http.StatusBadRequest, "invalid-body", body.Outcome, body.Error() + "."}
+		}
+	case "":
+		if errors.As(err, new(*unavailable)) {
+			return answer{http.StatusServiceUnavailable, "unavailable", "unavailable", "The event could not be stored; retry later."}
+		}
 	}
 	return answer{http.StatusBadRequest, "invalid-body", "unreadable", "The body could not be read."}
 }
