@@ -208,7 +208,7 @@ func TestUsersAndKeySurviveARestart(t *testing.T) {
 		if err != nil || again.UserID != minted.UserID {
 			t.Fatalf("minting for the same address again: %+v %v, want user %s", again, err, minted.UserID)
 		}
-		if _, err := second.Mint(context.Background(), "not an address"); err == nil || errors.Is(err, errNoUser) {
+		if _, err := second.Mint(context.Background(), "not an address"); err == nil || errors.Is(err, ErrNoUser) {
 			t.Fatalf("minting for a malformed address: %v", err)
 		}
 	})
