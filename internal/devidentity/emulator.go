@@ -174,7 +174,7 @@ func (e *Emulator) addUser(ctx context.Context, u User) (User, error) {
 	if err := e.store.AddUser(ctx, u); err != nil {
 		return User{}, err
 	}
-	e.log.Debug("identity emulator: user created", "email", u.Email, "user_id", u.ID)
+	e.log.InfoContext(ctx, "identity service: user created", "email", u.Email, "user_id", u.ID)
 	return u, nil
 }
 

@@ -143,13 +143,20 @@ func BenchmarkIngestVsMinimalReceiver(b *testing.B) {
 // stored events against one holding ten thousand, side by side: what a long life costs
 // ingestion (their indexes are deeper). The stored events are small; the same stream as
 // BenchmarkIngestVsMinimalReceiver. It reports both rates and their ratio. Each b.N is one
-// pair of slices:
+// pair of slices. Seeding a million rows takes longer than the suite's budget allows, so the
+// large side holds a million only with TOLLGATE_BIG_BENCH=1, and otherwise (CI's smoke run)
+// twenty thousand:
 //
-//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench IngestGrowth -benchtime 10x ./internal/billing/webhooks
+//	TOLLGATE_BIG_BENCH=1 TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench IngestGrowth -benchtime 10x ./internal/billing/webhooks
 func BenchmarkIngestGrowth(b *testing.B) {
+	large := 20_000
+	if os.Getenv("TOLLGATE_BIG_BENCH") == "1" {
+		large = 1_000_000
+	}
+	b.Logf("stored events: 10000 against %d", large)
 	nextEvent := newSubscriptionEvents(b)
-	small, large := billingtest.New(b, dbtest.Postgres(b), withServeBatching), billingtest.New(b, dbtest.Postgres(b), withServeBatching)
-	for h, n := range map[*billingtest.Harness]int{small: 10_000, large: 1_000_000} {
+	smallH, largeH := billingtest.New(b, dbtest.Postgres(b), withServeBatching), billingtest.New(b, dbtest.Postgres(b), withServeBatching)
+	for h, n := range map[*billingtest.Harness]int{smallH: 10_000, largeH: large} {
 		if _, err := h.DB.Exec(`insert into provider_events (provider, provider_event_id, event_type, received_at, processed_at, created_at, updated_at)
 			select 'web', 'evt_stored_' || g, 'customer.subscription.updated', $1, $1, $1, $1 from generate_series(1, $2) g`, billingtest.Now, n); err != nil {
 			b.Fatal(err)
@@ -158,13 +165,13 @@ func BenchmarkIngestGrowth(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var tenThousand, million sample
+	var tenThousand, grown sample
 	alternate(b.N,
-		func() { tenThousand.add(sendFor(b, small.Handler, small.Clock, nextEvent)) },
-		func() { million.add(sendFor(b, large.Handler, large.Clock, nextEvent)) })
+		func() { tenThousand.add(sendFor(b, smallH.Handler, smallH.Clock, nextEvent)) },
+		func() { grown.add(sendFor(b, largeH.Handler, largeH.Clock, nextEvent)) })
 	b.ReportMetric(tenThousand.perSecond(), "10k-events/s")
-	b.ReportMetric(million.perSecond(), "1M-events/s")
-	b.ReportMetric(million.perSecond()/tenThousand.perSecond(), "ratio")
+	b.ReportMetric(grown.perSecond(), "large-events/s")
+	b.ReportMetric(grown.perSecond()/tenThousand.perSecond(), "ratio")
 }
 
 // slice is how long one side of a side-by-side benchmark sends before the other's turn.
