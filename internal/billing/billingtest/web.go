@@ -1,6 +1,12 @@
 package billingtest
 
-import "testing"
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"testing"
+)
 
 // WebCreated is the created second of the web fixtures.
 const WebCreated = int64(1790856000)
@@ -47,4 +53,12 @@ func Permutations(items []string) [][]string {
 		}
 	}
 	return out
+}
+
+// WebSignature computes the web provider's v1 the way its documentation describes,
+// without any of the code under test.
+func WebSignature(secret string, t int64, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "%d.%s", t, body)
+	return hex.EncodeToString(mac.Sum(nil))
 }
