@@ -417,6 +417,7 @@ func TestAPIDocsAndReadinessByEnvironment(t *testing.T) {
 // stage copies, and running the step really leaves a working binary there. The final
 // stage runs that binary as nonroot, with the healthcheck through it.
 func TestDockerfileBuildsLikeCI(t *testing.T) {
+	t.Parallel() // a build of its own, beside the tests that mostly wait
 	dockerfile, err := os.ReadFile("../../Dockerfile")
 	if err != nil {
 		t.Fatal(err)

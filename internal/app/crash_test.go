@@ -24,6 +24,7 @@ import (
 // other is either all there or not there at all; and once serve is back, the events the
 // senders saw fail are delivered again, as providers do, and the state is whole.
 func TestKilledMidBatchLosesNothing(t *testing.T) {
+	t.Parallel() // its own processes, database and ports; it waits more than it works
 	bin := buildBinary(t)
 	template, err := os.ReadFile("../billing/testdata/web/customer.subscription.updated.json")
 	if err != nil {

@@ -143,6 +143,7 @@ func healthcheckExit(t *testing.T, bin, addr string) int {
 
 // TestTwoInstancesBehaveAsOne: two serve processes on one Postgres and one Redis.
 func TestTwoInstancesBehaveAsOne(t *testing.T) {
+	t.Parallel() // its own processes, database and ports; it waits more than it works
 	dbURL := dbtest.PostgresURL(t)
 	redisURL := sharedRedisURL(t)
 	bin := buildBinary(t)

@@ -219,6 +219,7 @@ func TestSIGTERMUnderLoadWithAStuckDatabase(t *testing.T) {
 // for 5 s. Every 200 is stored once; the refused events, sent again, are all stored; the
 // outage is logged as two warnings, not one line per refusal; no restart.
 func TestOutageUnderLoadLosesNothing(t *testing.T) {
+	t.Parallel() // its own processes, database and ports; it waits more than it works
 	proxied, direct, proxy := proxiedPostgres(t)
 	env := testEnv(t, map[string]string{"DATABASE_URL": proxied, "DB_TIMEOUT": "2s"})
 	stop := startServe(t, env)

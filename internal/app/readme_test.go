@@ -174,7 +174,7 @@ func TestReadmeModuleSetUpBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module (-short)")
 	}
-	t.Parallel()
+	t.Parallel() // a build of its own, beside the tests that mostly wait
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
