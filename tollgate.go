@@ -109,8 +109,8 @@ func CurrentUser(ctx context.Context) (user User, ok bool) { return api.CurrentU
 
 // Refusals of RecordUsage, and for your own operations (see Problem).
 var (
-	ErrNotEntitled   = billing.ErrNotEntitled
-	ErrLimitExceeded = billing.ErrLimitExceeded
+	ErrNotEntitled   error = billing.ErrNotEntitled
+	ErrLimitExceeded error = billing.ErrLimitExceeded
 )
 
 // Problem is the answer an operation returns for err, as tollgate's own do: a 403 problem
