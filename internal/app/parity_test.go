@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/identity"
 	"github.com/tollgate/tollgate/internal/identity/identitytest"
 )
@@ -188,23 +189,14 @@ func TestOneBillingAnswerEverywhere(t *testing.T) {
 	}
 }
 
-// editFixture decodes a fixture, lets fn change it, and encodes it again.
+// editFixture reads a fixture and lets fn change it (billingtest.Edit).
 func editFixture(t *testing.T, path string, fn func(m map[string]any)) []byte {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatal(err)
-	}
-	fn(m)
-	out, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return billingtest.Edit(t, raw, fn)
 }
 
 // TestKeysCommands: create prints a key once, list shows it without the key, revoke ends it.
