@@ -1,0 +1,253 @@
+package appstoredev
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// historyPage is how many notifications a page of Get Notification History holds.
+const historyPage = 20
+
+// API stands in for the App Store Server API: it keeps the notifications "sent" as their
+// history and each subscription's status, checks every request's token as Apple does, and
+// can be made to throttle. Its In-App Purchase key is made on New; PrivateKeyPEM is its .p8.
+type API struct {
+	Chain                     *Chain
+	KeyID, IssuerID, BundleID string
+	Environment               string
+	PrivateKeyPEM             []byte
+
+	key      *ecdsa.PrivateKey
+	mu       sync.Mutex
+	history  []string // signed payloads, in the order they were sent
+	statuses map[string]status
+	throttle []time.Time // the Retry-After of each 429 to answer next; zero: none given
+	requests []time.Time
+	refusals []string
+}
+
+type status struct {
+	code                 int
+	transaction, renewal string
+}
+
+// NewAPI is a stand-in signing with chain, for the app bundleID in environment.
+func NewAPI(chain *Chain, bundleID, environment string) (*API, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return &API{
+		Chain: chain, KeyID: "TESTKEY123", IssuerID: "57246542-96fe-1a63-e053-0824d011072a", BundleID: bundleID, Environment: environment,
+		PrivateKeyPEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), key: key, statuses: map[string]status{},
+	}, nil
+}
+
+// Send records n as sent: it joins the history, whether or not anyone received it. It
+// returns the body a delivery would have carried.
+func (a *API) Send(n Notification) ([]byte, error) {
+	if n.Environment == "" {
+		n.Environment = a.Environment
+	}
+	payload, err := a.Chain.SignedPayload(n)
+	if err != nil {
+		return nil, err
+	}
+	a.AddHistory(payload)
+	return json.Marshal(map[string]string{"signedPayload": payload})
+}
+
+// AddHistory adds a signed payload as it is, forged or not, to the history.
+func (a *API) AddHistory(signedPayload string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.history = append(a.history, signedPayload)
+}
+
+// SetStatus makes t (signed at signed) and its renewal what Get All Subscription Statuses
+// answers for its original transaction, with Apple's status code (1 active … 5 revoked).
+func (a *API) SetStatus(t Transaction, code int, signed time.Time, autoRenew bool) error {
+	tx, err := a.Chain.SignTransaction(t, signed, a.Environment)
+	if err != nil {
+		return err
+	}
+	renew := 0
+	if autoRenew {
+		renew = 1
+	}
+	renewal, err := a.Chain.Sign(map[string]any{"originalTransactionId": t.OriginalTransactionID, "autoRenewProductId": t.ProductID,
+		"productId": t.ProductID, "autoRenewStatus": renew, "environment": a.Environment, "signedDate": signed.UnixMilli()})
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.statuses[t.OriginalTransactionID] = status{code: code, transaction: tx, renewal: renewal}
+	return nil
+}
+
+// Throttle makes the next request answer 429, with Retry-After naming retryAt in UNIX
+// milliseconds (none when zero).
+func (a *API) Throttle(retryAt time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.throttle = append(a.throttle, retryAt)
+}
+
+// Requests are when each request reached the stand-in, and why each refused token was.
+func (a *API) Requests() ([]time.Time, []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.requests), slices.Clone(a.refusals)
+}
+
+// Handler serves the App Store Server API's routes the stand-in knows.
+func (a *API) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /inApps/v1/notifications/history", a.notificationHistory)
+	mux.HandleFunc("GET /inApps/v1/subscriptions/{id}", a.subscriptionStatuses)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		a.requests = append(a.requests, time.Now())
+		var throttled *time.Time
+		if len(a.throttle) > 0 {
+			throttled = &a.throttle[0]
+			a.throttle = a.throttle[1:]
+		}
+		a.mu.Unlock()
+		if err := a.checkToken(r); err != nil {
+			a.mu.Lock()
+			a.refusals = append(a.refusals, err.Error())
+			a.mu.Unlock()
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if throttled != nil {
+			if !throttled.IsZero() {
+				w.Header().Set("Retry-After", strconv.FormatInt(throttled.UnixMilli(), 10))
+			}
+			writeJSON(w, http.StatusTooManyRequests, map[string]any{"errorCode": 4290000, "errorMessage": "Rate limit exceeded."})
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// checkToken checks the request token as Apple does: ES256 signed by the key, its kid,
+// typ JWT, iss, aud appstoreconnect-v1, bid, and an exp at most 60 minutes after iat.
+func (a *API) checkToken(r *http.Request) error {
+	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return fmt.Errorf("no bearer token")
+	}
+	claims := jwt.MapClaims{}
+	tok, err := jwt.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return &a.key.PublicKey, nil },
+		jwt.WithValidMethods([]string{"ES256"}), jwt.WithAudience("appstoreconnect-v1"), jwt.WithIssuer(a.IssuerID),
+		jwt.WithExpirationRequired(), jwt.WithIssuedAt())
+	if err != nil {
+		return err
+	}
+	iat, _ := claims.GetIssuedAt()
+	exp, _ := claims.GetExpirationTime()
+	switch {
+	case tok.Header["kid"] != a.KeyID:
+		return fmt.Errorf("kid %v, want %s", tok.Header["kid"], a.KeyID)
+	case tok.Header["typ"] != "JWT":
+		return fmt.Errorf("typ %v, want JWT", tok.Header["typ"])
+	case claims["bid"] != a.BundleID:
+		return fmt.Errorf("bid %v, want %s", claims["bid"], a.BundleID)
+	case iat == nil || exp.Sub(iat.Time) > time.Hour:
+		return fmt.Errorf("exp more than 60 minutes after iat")
+	}
+	return nil
+}
+
+// notificationHistory is Get Notification History: every notification sent, in pages of
+// 20 with a paginationToken (the index of the page's first item, here). The stand-in
+// keeps no send times, so startDate and endDate select by each notification's signedDate.
+func (a *API) notificationHistory(w http.ResponseWriter, r *http.Request) {
+	var q struct {
+		StartDate int64 `json:"startDate"`
+		EndDate   int64 `json:"endDate"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&q); err != nil || q.StartDate <= 0 || q.EndDate < q.StartDate {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"errorCode": 4000006, "errorMessage": "Invalid request."})
+		return
+	}
+	from, _ := strconv.Atoi(r.URL.Query().Get("paginationToken"))
+	a.mu.Lock()
+	var selected []string
+	for _, p := range a.history {
+		if at := signedDate(p); at >= q.StartDate && at <= q.EndDate {
+			selected = append(selected, p)
+		}
+	}
+	a.mu.Unlock()
+	page := map[string]any{"hasMore": false, "notificationHistory": []any{}}
+	var items []any
+	for i := from; i < len(selected) && i < from+historyPage; i++ {
+		items = append(items, map[string]any{"signedPayload": selected[i], "sendAttempts": []any{}})
+	}
+	if items != nil {
+		page["notificationHistory"] = items
+	}
+	if from+historyPage < len(selected) {
+		page["hasMore"], page["paginationToken"] = true, strconv.Itoa(from+historyPage)
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// subscriptionStatuses is Get All Subscription Statuses for one original transaction.
+func (a *API) subscriptionStatuses(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	a.mu.Lock()
+	s, ok := a.statuses[id]
+	a.mu.Unlock()
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"errorCode": 4040010, "errorMessage": "Transaction id not found."})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"environment": a.Environment, "bundleId": a.BundleID, "appAppleId": 1234567890,
+		"data": []any{map[string]any{"subscriptionGroupIdentifier": "21000001", "lastTransactions": []any{map[string]any{
+			"status": s.code, "originalTransactionId": id, "signedTransactionInfo": s.transaction, "signedRenewalInfo": s.renewal,
+		}}}}})
+}
+
+// signedDate is a signed payload's signedDate, read without verifying (the stand-in
+// signed it, or a test forged it on purpose).
+func signedDate(signedPayload string) int64 {
+	parts := strings.Split(signedPayload, ".")
+	if len(parts) != 3 {
+		return 0
+	}
+	var p struct {
+		SignedDate int64 `json:"signedDate"`
+	}
+	if raw, err := jwt.NewParser().DecodeSegment(parts[1]); err == nil {
+		json.Unmarshal(raw, &p)
+	}
+	return p.SignedDate
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
