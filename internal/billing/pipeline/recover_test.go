@@ -1,0 +1,123 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/appstore"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbtest"
+)
+
+// appStoreHistory is the App Store with the stand-in for its server API, and a history
+// reader over the stand-in's notification history.
+func appStoreHistory(t *testing.T, d *db.DB) (*billingtest.Harness, *appstoredev.API, pipeline.HistoryReader) {
+	t.Helper()
+	chain := billingtest.NewChain(t)
+	a, err := appstore.New(appstore.Config{BundleID: billingtest.Bundle, RootCerts: chain.RootPEM(), Environments: []string{"Production"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := billingtest.New(t, d, billingtest.WithAdapters(a))
+	s, err := appstoredev.NewAPI(chain, billingtest.Bundle, "Production")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	api, err := a.API(appstore.APIConfig{KeyID: s.KeyID, IssuerID: s.IssuerID, PrivateKey: s.PrivateKeyPEM, Environment: "Production", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(ctx context.Context, page string) (pipeline.HistoryPage, error) {
+		p, err := api.NotificationHistory(ctx, billingtest.Now.Add(-24*time.Hour), billingtest.Now, page)
+		out := pipeline.HistoryPage{Refused: p.Refused, Next: p.Next}
+		for _, item := range p.Items {
+			out.Events = append(out.Events, pipeline.HistoryEvent{At: item.SignedDate, Body: item.Body})
+		}
+		return out, err
+	}
+	return h, s, read
+}
+
+// TestCatchUpAppliesMissedNotificationsOnce: notifications sent while tollgate did not hear
+// them are applied from the history in the order Apple signed them, as if delivered; the
+// one that was delivered is left as it is; a forged item changes nothing; a second
+// catch-up applies nothing.
+func TestCatchUpAppliesMissedNotificationsOnce(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		h, s, read := appStoreHistory(t, d)
+		const user, sub = "00000000-0000-4000-8000-000000000c01", "5000001"
+		at := func(hours int) time.Time { return billingtest.Now.Add(time.Duration(hours) * time.Hour) }
+		subscribed := billingtest.AppStoreNotification("catch-1", "SUBSCRIBED", "INITIAL_BUY", sub, user, at(-3), at(30*24))
+		renewed := billingtest.AppStoreNotification("catch-2", "DID_RENEW", "", sub, user, at(-2), at(60*24))
+		refunded := billingtest.AppStoreNotification("catch-3", "REFUND", "", sub, user, at(-1), at(60*24))
+		for _, n := range []appstoredev.Notification{subscribed, refunded, renewed} { // the history's order is not Apple's signing order
+			if _, err := s.Send(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rec := h.SendAppStore(s.Chain, subscribed); rec.Code != http.StatusOK {
+			t.Fatalf("the delivered notification: %d", rec.Code)
+		}
+		delivered := h.Event(t, billing.ProviderAppStore, "catch-1")
+		forged, err := billingtest.NewChain(t).SignedPayload(billingtest.AppStoreNotification("catch-forged", "DID_RENEW", "", sub, user, at(-1), at(90*24)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.AddHistory(forged)
+
+		outcomes := map[string]string{}
+		sum, err := h.Svc.CatchUp(context.Background(), billing.ProviderAppStore, read, false, func(id, outcome string) { outcomes[id] = outcome })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := fmt.Sprint(outcomes), "map[catch-1:duplicate catch-2:applied catch-3:applied]"; got != want {
+			t.Fatalf("outcomes %s, want %s (in signing order, the delivered one skipped)", got, want)
+		}
+		if sum != (pipeline.CatchUpSummary{Pages: 1, Read: 3, Applied: 2, Stored: 1, Refused: 1}) {
+			t.Fatalf("summary %+v", sum)
+		}
+		if got, want := h.Answer(t, user), "false refunded free "+billingtest.Stamp(at(-1)); got != want {
+			t.Fatalf("after the catch-up: %s, want %s", got, want)
+		}
+		if again := h.Event(t, billing.ProviderAppStore, "catch-1"); fmt.Sprint(again) != fmt.Sprint(delivered) {
+			t.Fatalf("the delivered notification's row changed:\n%+v\n%+v", delivered, again)
+		}
+		if h.CountEvents() != 3 {
+			t.Fatalf("%d events stored, want 3", h.CountEvents())
+		}
+
+		before := h.DumpTables("provider_events", "subscriptions")
+		outcomes = map[string]string{}
+		sum, err = h.Svc.CatchUp(context.Background(), billing.ProviderAppStore, read, false, func(id, outcome string) { outcomes[id] = outcome })
+		if err != nil || sum.Applied != 0 || sum.Stored != 3 {
+			t.Fatalf("a second catch-up: %+v %v %v", sum, outcomes, err)
+		}
+		if after := h.DumpTables("provider_events", "subscriptions"); after != before {
+			t.Fatalf("a second catch-up changed rows:\n%s\n%s", before, after)
+		}
+	})
+}
+
+// TestCatchUpDryRunAppliesNothing: a dry run reports what it would apply and stores nothing.
+func TestCatchUpDryRunAppliesNothing(t *testing.T) {
+	h, s, read := appStoreHistory(t, dbtest.SQLite(t))
+	n := billingtest.AppStoreNotification("dry-1", "SUBSCRIBED", "INITIAL_BUY", "5000002", billingtest.FixtureUser, billingtest.Now.Add(-time.Hour), billingtest.Now.Add(time.Hour))
+	if _, err := s.Send(n); err != nil {
+		t.Fatal(err)
+	}
+	outcomes := map[string]string{}
+	sum, err := h.Svc.CatchUp(context.Background(), billing.ProviderAppStore, read, true, func(id, outcome string) { outcomes[id] = outcome })
+	if err != nil || sum.Applied != 1 || outcomes["dry-1"] != "would apply" || h.CountEvents() != 0 {
+		t.Fatalf("dry run: %+v %v %v, %d stored", sum, outcomes, err, h.CountEvents())
+	}
+}
