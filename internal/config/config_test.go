@@ -330,3 +330,32 @@ func TestReconcileIntervalUnderAMinuteWarns(t *testing.T) {
 		}
 	}
 }
+
+// TestAppStoreAPIKeySettings: the App Store's key is all three settings or none, and the
+// API is read only with the provider on.
+func TestAppStoreAPIKeySettings(t *testing.T) {
+	base := map[string]string{"WEB_WEBHOOK_SECRET": "w", "MOBILE_WEBHOOK_SECRET": "m", "APPSTORE_BUNDLE_ID": "com.example.app"}
+	with := func(extra map[string]string) (Config, error) {
+		m := map[string]string{}
+		for _, from := range []map[string]string{base, extra} {
+			for k, v := range from {
+				m[k] = v
+			}
+		}
+		return Load(env(m))
+	}
+	key := map[string]string{"APPSTORE_KEY_ID": "ABC123", "APPSTORE_ISSUER_ID": "57246542-96fe-1a63-e053-0824d011072a", "APPSTORE_PRIVATE_KEY_FILE": "AuthKey_ABC123.p8"}
+	if c, err := with(key); err != nil || !c.AppStore.APIOn() || c.AppStore.PrivateKeyFile != "AuthKey_ABC123.p8" {
+		t.Fatalf("a whole key: %v, %+v", err, c.AppStore)
+	}
+	if c, err := with(nil); err != nil || c.AppStore.APIOn() {
+		t.Fatalf("no key: %v, API on %t", err, c.AppStore.APIOn())
+	}
+	_, err := with(map[string]string{"APPSTORE_KEY_ID": "ABC123"})
+	if err == nil || !strings.Contains(err.Error(), "APPSTORE_ISSUER_ID: is required") || !strings.Contains(err.Error(), "APPSTORE_PRIVATE_KEY_FILE: is required") {
+		t.Fatalf("a key id alone: %v", err)
+	}
+	if _, err := with(map[string]string{"APPSTORE_API_BASE": "localhost:9"}); err == nil || !strings.Contains(err.Error(), "APPSTORE_API_BASE: want an http(s) URL") {
+		t.Fatalf("a base without a scheme: %v", err)
+	}
+}

@@ -18,11 +18,34 @@ type AppStore struct {
 	// TestChain (APPSTORE_TEST_CHAIN) is where `webhook send --provider appstore` keeps the
 	// local chain it signs with.
 	TestChain string
+	// KeyID (APPSTORE_KEY_ID), IssuerID (APPSTORE_ISSUER_ID) and PrivateKeyFile
+	// (APPSTORE_PRIVATE_KEY_FILE, the .p8) are an In-App Purchase key from App Store Connect:
+	// with all three, tollgate reads the App Store Server API. APIBase (APPSTORE_API_BASE)
+	// replaces the API's URL (a stand-in's).
+	KeyID, IssuerID, PrivateKeyFile, APIBase string
 }
+
+// APIOn says whether the App Store Server API is read: the provider is on and its key set.
+func (s AppStore) APIOn() bool { return s.BundleID != "" && s.KeyID != "" }
 
 func loadAppStore(get func(name, def string) string, fail func(name, format string, args ...any)) AppStore {
 	s := AppStore{BundleID: get("APPSTORE_BUNDLE_ID", ""), RootCerts: get("APPSTORE_ROOT_CERTS", ""),
 		TestChain: get("APPSTORE_TEST_CHAIN", ".tollgate/appstore-test-chain.pem")}
+	s.KeyID, s.IssuerID, s.PrivateKeyFile = get("APPSTORE_KEY_ID", ""), get("APPSTORE_ISSUER_ID", ""), get("APPSTORE_PRIVATE_KEY_FILE", "")
+	s.APIBase = get("APPSTORE_API_BASE", "")
+	key := map[string]string{"APPSTORE_KEY_ID": s.KeyID, "APPSTORE_ISSUER_ID": s.IssuerID, "APPSTORE_PRIVATE_KEY_FILE": s.PrivateKeyFile}
+	if set := countSet(key); set > 0 && set < len(key) {
+		for name, value := range key {
+			if value == "" {
+				fail(name, "is required with the other App Store key settings (APPSTORE_KEY_ID, APPSTORE_ISSUER_ID, APPSTORE_PRIVATE_KEY_FILE: all three or none)")
+			}
+		}
+	}
+	if s.APIBase != "" {
+		if u, err := url.Parse(s.APIBase); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			fail("APPSTORE_API_BASE", "want an http(s) URL, got %q", s.APIBase)
+		}
+	}
 	for _, env := range splitList(get("APPSTORE_ENVIRONMENTS", "Production")) {
 		if !slices.Contains([]string{"Production", "Sandbox"}, env) { // where notifications come from
 			fail("APPSTORE_ENVIRONMENTS", "want Production, Sandbox or both (comma-separated), got %q", env)
@@ -87,4 +110,15 @@ func loadPlayStore(get func(name, def string) string, fail func(name, format str
 		}
 	}
 	return s
+}
+
+// countSet is how many of the values are set.
+func countSet(values map[string]string) int {
+	n := 0
+	for _, v := range values {
+		if v != "" {
+			n++
+		}
+	}
+	return n
 }

@@ -199,6 +199,13 @@ type ServiceKey struct {
 	LastUsedAt sql.NullTime
 }
 
+type StoreHistory struct {
+	Provider      string
+	Environment   string
+	CompleteUntil time.Time
+	UpdatedAt     time.Time
+}
+
 type Subscription struct {
 	ID                     int64
 	ProviderSubscriptionID int64

@@ -11,6 +11,18 @@ import (
 	"time"
 )
 
+const earliestProviderEvent = `-- name: EarliestProviderEvent :one
+select received_at from provider_events where provider = $1 order by received_at limit 1
+`
+
+// When the provider's earliest stored event was received; no row when none is stored.
+func (q *Queries) EarliestProviderEvent(ctx context.Context, provider string) (time.Time, error) {
+	row := q.db.QueryRowContext(ctx, earliestProviderEvent, provider)
+	var received_at time.Time
+	err := row.Scan(&received_at)
+	return received_at, err
+}
+
 const finishReconcileRun = `-- name: FinishReconcileRun :exec
 update reconcile_runs
 set finished_at = $1, checked = $2, drifted = $3, repaired = $4,
@@ -43,6 +55,22 @@ func (q *Queries) FinishReconcileRun(ctx context.Context, arg FinishReconcileRun
 		arg.ID,
 	)
 	return err
+}
+
+const getStoreHistory = `-- name: GetStoreHistory :one
+select complete_until from store_history where provider = $1 and environment = $2
+`
+
+type GetStoreHistoryParams struct {
+	Provider    string
+	Environment string
+}
+
+func (q *Queries) GetStoreHistory(ctx context.Context, arg GetStoreHistoryParams) (time.Time, error) {
+	row := q.db.QueryRowContext(ctx, getStoreHistory, arg.Provider, arg.Environment)
+	var complete_until time.Time
+	err := row.Scan(&complete_until)
+	return complete_until, err
 }
 
 const lastReconcilePassEnd = `-- name: LastReconcilePassEnd :one
@@ -141,6 +169,29 @@ type ReleaseReconcileLeaseParams struct {
 
 func (q *Queries) ReleaseReconcileLease(ctx context.Context, arg ReleaseReconcileLeaseParams) error {
 	_, err := q.db.ExecContext(ctx, releaseReconcileLease, arg.Provider, arg.Holder)
+	return err
+}
+
+const setStoreHistory = `-- name: SetStoreHistory :exec
+insert into store_history (provider, environment, complete_until, updated_at)
+values ($1, $2, $3, $4)
+on conflict (provider, environment) do update set complete_until = excluded.complete_until, updated_at = excluded.updated_at
+`
+
+type SetStoreHistoryParams struct {
+	Provider      string
+	Environment   string
+	CompleteUntil time.Time
+	Now           time.Time
+}
+
+func (q *Queries) SetStoreHistory(ctx context.Context, arg SetStoreHistoryParams) error {
+	_, err := q.db.ExecContext(ctx, setStoreHistory,
+		arg.Provider,
+		arg.Environment,
+		arg.CompleteUntil,
+		arg.Now,
+	)
 	return err
 }
 

@@ -37,3 +37,15 @@ order by finished_at desc limit 1;
 -- name: ListReconcileRuns :many
 select id, provider, dry_run, started_at, finished_at, checked, drifted, repaired, unresolved, drift, error, interrupted
 from reconcile_runs order by id desc limit sqlc.arg(max);
+
+-- name: GetStoreHistory :one
+select complete_until from store_history where provider = sqlc.arg(provider) and environment = sqlc.arg(environment);
+
+-- name: SetStoreHistory :exec
+insert into store_history (provider, environment, complete_until, updated_at)
+values (sqlc.arg(provider), sqlc.arg(environment), sqlc.arg(complete_until), sqlc.arg(now))
+on conflict (provider, environment) do update set complete_until = excluded.complete_until, updated_at = excluded.updated_at;
+
+-- name: EarliestProviderEvent :one
+-- When the provider's earliest stored event was received; no row when none is stored.
+select received_at from provider_events where provider = sqlc.arg(provider) order by received_at limit 1;
