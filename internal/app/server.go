@@ -47,6 +47,9 @@ type Server struct {
 	// reconciler keeps billing in step with the web provider's API; nil unless
 	// RECONCILE_INTERVAL and WEB_API_KEY are set.
 	reconciler *reconcile.Reconciler
+	// histories catch up on the App Store notifications missed, from Apple's history; none
+	// unless the App Store Server API's key is set.
+	histories []*reconcile.History
 	// console is the operator console; nil unless ADMIN_EMAILS is set (with the forms).
 	console  *console.Console
 	registry *prometheus.Registry
@@ -137,6 +140,9 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	}
 	if _, web := s.billing.pipeline.Adapter(billing.ProviderWeb); web && e.cfg.Reconcile.Interval > 0 && e.cfg.WebAPIKey != "" {
 		s.reconciler = newReconciler(d, e, s.billing, registry)
+	}
+	if s.histories, err = storeHistories(d, e, s.billing); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -293,6 +299,11 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 			s.reconciler.Run(ctx, s.cfg.Reconcile.Interval)
 		}
 	}()
+	catchingUp := make(chan struct{})
+	go func() {
+		defer close(catchingUp)
+		catchUp(ctx, s.env, s.histories, s.cfg.Reconcile.Interval)
+	}()
 	go s.billing.reader.ListenForChanges(ctx)
 	delivering := make(chan struct{})
 	go func() {
@@ -308,6 +319,10 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	if s.devIdentity != nil {
 		s.env.log.Warn("development identity service on "+s.cfg.AuthURL+": anyone who reaches it can sign in as any e-mail; "+
 			"e-mails are printed here, not sent. Set AUTH_URL to use a real identity service", "users_and_keys", "in the database")
+	}
+	if s.cfg.AppStore.BundleID != "" && !s.cfg.AppStore.APIOn() {
+		s.env.log.Info("App Store Server API off: notifications missed while tollgate was away are not caught up. " +
+			"Set APPSTORE_KEY_ID, APPSTORE_ISSUER_ID and APPSTORE_PRIVATE_KEY_FILE to read Apple's notification history")
 	}
 	if s.devPlay != nil {
 		s.env.log.Warn("Google Play through the development stand-in on " + s.cfg.PublicURL + config.DevPlayPath +
@@ -337,7 +352,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	}
 	// Attempts in flight finish, so their outcome is recorded rather than left to the lease;
 	// a reconcile pass winds down, records itself as interrupted and releases its lease.
-	for _, done := range []chan struct{}{delivering, reconciling} {
+	for _, done := range []chan struct{}{delivering, reconciling, catchingUp} {
 		select {
 		case <-done:
 		case <-shutdownCtx.Done():
