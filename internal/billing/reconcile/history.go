@@ -85,7 +85,9 @@ func (h *History) CatchUp(ctx context.Context, since time.Time, dryRun bool, rep
 		return pipeline.CatchUpSummary{}, err
 	}
 	end := h.opts.Clock()
-	read := func(ctx context.Context, page string) (pipeline.HistoryPage, error) { return h.opts.Read(ctx, start, end, page) }
+	read := func(ctx context.Context, page string) (pipeline.HistoryPage, error) {
+		return h.opts.Read(ctx, start, end, page)
+	}
 	sum, err := h.pipeline.CatchUp(ctx, h.opts.Provider, read, dryRun, report)
 	if err != nil || dryRun {
 		return sum, err
