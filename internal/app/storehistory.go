@@ -35,7 +35,8 @@ func storeHistories(d *db.DB, e env, b *billingParts) ([]*reconcile.History, err
 	}
 	var list []*reconcile.History
 	for _, env := range cfg.Environments {
-		api, err := adapter.API(appstore.APIConfig{KeyID: cfg.KeyID, IssuerID: cfg.IssuerID, PrivateKey: p8, Environment: env, BaseURL: cfg.APIBase})
+		api, err := adapter.API(appstore.APIConfig{KeyID: cfg.KeyID, IssuerID: cfg.IssuerID, PrivateKey: p8, Environment: env, BaseURL: cfg.APIBase,
+			Pace: float64(e.cfg.Reconcile.Pace)})
 		if err != nil {
 			return nil, fmt.Errorf("APPSTORE_PRIVATE_KEY_FILE: %w", err)
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/time/rate"
 
 	"github.com/tollgate/tollgate/internal/billing"
 )
@@ -59,9 +60,16 @@ type APIConfig struct {
 	Environment string
 	// BaseURL, when set, replaces the environment's (a stand-in's, in tests).
 	BaseURL string
-	Client  *http.Client
-	Clock   func() time.Time
+	// Pace, when above zero and under the store's own limit, is the most requests a second
+	// (RECONCILE_PACE); the client never exceeds storeLimits whatever it says.
+	Pace   float64
+	Client *http.Client
+	Clock  func() time.Time
 }
+
+// storeLimits are the requests a second the client stays under, by environment: Apple
+// allows about 50 in Production and 5 in Sandbox.
+var storeLimits = map[string]float64{"Production": 40, "Sandbox": 4}
 
 // API calls the App Store Server API for the adapter's app, and verifies every signed item
 // of its answers as a notification is verified before it is used.
@@ -69,6 +77,7 @@ type API struct {
 	adapter *Adapter
 	cfg     APIConfig
 	key     *ecdsa.PrivateKey
+	pace    *rate.Limiter
 
 	mu       sync.Mutex
 	token    string
@@ -101,7 +110,14 @@ func (a *Adapter) API(cfg APIConfig) (*API, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	return &API{adapter: a, cfg: cfg, key: key}, nil
+	limit := storeLimits["Sandbox"]
+	if l, ok := storeLimits[cfg.Environment]; ok {
+		limit = l
+	}
+	if cfg.Pace > 0 {
+		limit = min(limit, cfg.Pace)
+	}
+	return &API{adapter: a, cfg: cfg, key: key, pace: rate.NewLimiter(rate.Limit(limit), 1)}, nil
 }
 
 // parseP8 reads the private key of a .p8 file.
@@ -172,6 +188,9 @@ func (c *API) do(ctx context.Context, method, path string, body, out any) error 
 
 // once is one attempt: its status, the moment a 429 says to retry at, and its error.
 func (c *API) once(ctx context.Context, method, path string, payload []byte, out any) (int, time.Time, error) {
+	if err := c.pace.Wait(ctx); err != nil {
+		return 0, time.Time{}, err
+	}
 	token, err := c.requestToken()
 	if err != nil {
 		return 0, time.Time{}, err

@@ -173,3 +173,32 @@ func TestAPISubscriptionStatus(t *testing.T) {
 		t.Fatalf("an unknown transaction: %v", err)
 	}
 }
+
+// The client paces its requests: never more than RECONCILE_PACE a second, nor the store's
+// own limit.
+func TestAPIPacesItsRequests(t *testing.T) {
+	chain := billingtest.NewChain(t)
+	s, err := appstoredev.NewAPI(chain, billingtest.Bundle, "Production")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	a, err := appstore.New(appstore.Config{BundleID: billingtest.Bundle, RootCerts: chain.RootPEM(), Environments: []string{"Production"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := a.API(appstore.APIConfig{KeyID: s.KeyID, IssuerID: s.IssuerID, PrivateKey: s.PrivateKeyPEM, Environment: "Production", BaseURL: srv.URL, Pace: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := api.NotificationHistory(context.Background(), billingtest.Now.Add(-time.Hour), billingtest.Now, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at, _ := s.Requests()
+	if len(at) != 5 || at[4].Sub(at[0]) < 4*50*time.Millisecond*9/10 {
+		t.Fatalf("5 requests in %v, want 20 a second at most", at[len(at)-1].Sub(at[0]))
+	}
+}
