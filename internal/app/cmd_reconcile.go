@@ -131,6 +131,9 @@ func catchUpAppStore(ctx context.Context, e env, d *db.DB, b *billingParts, back
 				fmt.Fprintf(e.stdout, "%s %s\n", id, outcome)
 			}
 		})
+		if errors.Is(err, reconcile.ErrBusy) {
+			return errors.New("another process is reading the App Store's history now; try again when it is done")
+		}
 		if err != nil {
 			return fmt.Errorf("App Store %s: %w", h.Environment(), err)
 		}

@@ -71,7 +71,11 @@ func catchUp(ctx context.Context, e env, histories []*reconcile.History, interva
 	}
 	for {
 		for _, h := range histories {
-			if _, err := h.CatchUp(ctx, time.Time{}, false, func(string, string) {}); err != nil && ctx.Err() == nil {
+			_, err := h.CatchUp(ctx, time.Time{}, false, func(string, string) {})
+			if errors.Is(err, reconcile.ErrBusy) { // another instance is reading it
+				continue
+			}
+			if err != nil && ctx.Err() == nil {
 				level := e.log.Warn
 				if errors.Is(err, appstore.ErrAPIKeyRefused) {
 					level = e.log.Error

@@ -34,6 +34,7 @@ type History struct {
 	pipeline *pipeline.Pipeline
 	log      *slog.Logger
 	opts     HistoryOptions
+	lease    *lease
 }
 
 // NewHistory builds a History over one store environment.
@@ -41,7 +42,7 @@ func NewHistory(d *db.DB, p *pipeline.Pipeline, log *slog.Logger, opts HistoryOp
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	return &History{db: d, pipeline: p, log: log, opts: opts}
+	return &History{db: d, pipeline: p, log: log, opts: opts, lease: newLease(d, opts.Provider, opts.Clock, log)}
 }
 
 // Environment is the store environment h reads.
@@ -77,15 +78,23 @@ func (h *History) Start(ctx context.Context, since time.Time) (time.Time, error)
 }
 
 // CatchUp reads the store's history from Start to now and applies what tollgate has not
-// stored (pipeline.CatchUp). A complete read that applied, not a dry run, moves the time
-// up to which the history is held to its end.
+// stored (pipeline.CatchUp), under the provider's lease (ErrBusy while another process
+// holds it). A complete read that applied, not a dry run, moves the time up to which the
+// history is held to its end.
 func (h *History) CatchUp(ctx context.Context, since time.Time, dryRun bool, report func(id, outcome string)) (pipeline.CatchUpSummary, error) {
+	if err := h.lease.take(ctx); err != nil {
+		return pipeline.CatchUpSummary{}, err
+	}
+	defer h.lease.release()
 	start, err := h.Start(ctx, since)
 	if err != nil {
 		return pipeline.CatchUpSummary{}, err
 	}
 	end := h.opts.Clock()
 	read := func(ctx context.Context, page string) (pipeline.HistoryPage, error) {
+		if err := h.lease.take(ctx); err != nil { // renewed before each page
+			return pipeline.HistoryPage{}, err
+		}
 		return h.opts.Read(ctx, start, end, page)
 	}
 	sum, err := h.pipeline.CatchUp(ctx, h.opts.Provider, read, dryRun, report)

@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -103,4 +104,21 @@ func TestHistoryStartsWhereItLeftOff(t *testing.T) {
 			t.Fatalf("after a complete read: starts %v, want ten minutes before its end", got)
 		}
 	})
+}
+
+// TestHistoryIsReadByOneProcessAtATime: while another process holds the App Store's lease,
+// a catch-up is skipped with ErrBusy and applies nothing.
+func TestHistoryIsReadByOneProcessAtATime(t *testing.T) {
+	d := dbtest.SQLite(t)
+	h, s, hist := history(t, d)
+	n := billingtest.AppStoreNotification("busy-1", "SUBSCRIBED", "INITIAL_BUY", "6000002", billingtest.FixtureUser, billingtest.Now.Add(-time.Hour), billingtest.Now.Add(time.Hour))
+	if _, err := s.Send(n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Exec("insert into reconcile_leases (provider, holder, lease_until) values ('appstore', 'another process', $1)", time.Now().Add(time.Hour).UTC()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hist.CatchUp(context.Background(), billingtest.Now.Add(-2*time.Hour), false, func(string, string) {}); !errors.Is(err, reconcile.ErrBusy) || h.CountEvents() != 0 {
+		t.Fatalf("beside another process's lease: %v, %d stored", err, h.CountEvents())
+	}
 }

@@ -8,9 +8,7 @@ package reconcile
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,7 +53,7 @@ type Reconciler struct {
 	pipeline *pipeline.Pipeline
 	log      *slog.Logger
 	opts     Options
-	holder   string
+	lease    *lease
 	drift    prometheus.Counter
 }
 
@@ -64,8 +62,6 @@ func New(d *db.DB, p *pipeline.Pipeline, log *slog.Logger, opts Options) *Reconc
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	var id [8]byte
-	rand.Read(id[:])
 	drift := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tollgate_reconcile_drift_total",
 		Help: "Subscriptions whose state at the provider differed from tollgate's when reconciled, by provider.",
@@ -73,7 +69,7 @@ func New(d *db.DB, p *pipeline.Pipeline, log *slog.Logger, opts Options) *Reconc
 	if opts.Registerer != nil {
 		opts.Registerer.MustRegister(drift)
 	}
-	return &Reconciler{db: d, pipeline: p, log: log, opts: opts, holder: hex.EncodeToString(id[:]), drift: drift.WithLabelValues(opts.Provider)}
+	return &Reconciler{db: d, pipeline: p, log: log, opts: opts, lease: newLease(d, opts.Provider, opts.Clock, log), drift: drift.WithLabelValues(opts.Provider)}
 }
 
 // Result is what one pass did.
@@ -87,10 +83,10 @@ type Result struct {
 // run, its counts after every page. A pass cut short (ctx ended) is recorded as
 // interrupted, keeps its place for the next one, and releases the lease.
 func (r *Reconciler) Pass(ctx context.Context, dryRun bool) (Result, error) {
-	if err := r.takeLease(ctx); err != nil {
+	if err := r.lease.take(ctx); err != nil {
 		return Result{}, err
 	}
-	defer r.releaseLease()
+	defer r.lease.release()
 	return r.pass(ctx, dryRun)
 }
 
@@ -104,7 +100,7 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 	var res Result
 	var drift strings.Builder
 	read := func(ctx context.Context, after string) (pipeline.Page, error) {
-		if err := r.takeLease(ctx); err != nil { // renewed before each page
+		if err := r.lease.take(ctx); err != nil { // renewed before each page
 			return pipeline.Page{}, err
 		}
 		return r.opts.Read(ctx, after)
@@ -169,23 +165,3 @@ func describe(s *pipeline.SubscriptionState) string {
 }
 
 func (r *Reconciler) now() time.Time { return r.opts.Clock().UTC() }
-
-// takeLease takes or renews the provider's lease.
-func (r *Reconciler) takeLease(ctx context.Context) error {
-	_, err := dbq.New(r.db).TakeReconcileLease(ctx, dbq.TakeReconcileLeaseParams{
-		Provider: r.opts.Provider, Holder: r.holder, LeaseUntil: r.now().Add(leaseFor), Now: r.now(),
-	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return ErrBusy
-	}
-	return err
-}
-
-// releaseLease lets the next pass, of any process, start at once.
-func (r *Reconciler) releaseLease() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := dbq.New(r.db).ReleaseReconcileLease(ctx, dbq.ReleaseReconcileLeaseParams{Provider: r.opts.Provider, Holder: r.holder}); err != nil {
-		r.log.Warn("reconcile: lease not released; it runs out by itself", "error", err)
-	}
-}

@@ -72,14 +72,14 @@ func (r *Reconciler) untilDue(ctx context.Context, interval time.Duration) (time
 // passIfDue takes the lease and, if the record still says a pass is due (another process
 // may have just finished one), runs it. ran says whether it did.
 func (r *Reconciler) passIfDue(ctx context.Context, interval time.Duration) (ran bool, err error) {
-	if err := r.takeLease(ctx); err != nil {
+	if err := r.lease.take(ctx); err != nil {
 		if errors.Is(err, ErrBusy) {
 			r.log.Debug("reconcile: another process is reconciling", "provider", r.opts.Provider)
 			return false, nil
 		}
 		return false, err
 	}
-	defer r.releaseLease()
+	defer r.lease.release()
 	if wait, err := r.untilDue(ctx, interval); err != nil || wait > 0 {
 		return false, err
 	}
