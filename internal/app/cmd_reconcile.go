@@ -126,11 +126,13 @@ func catchUpAppStore(ctx context.Context, e env, d *db.DB, b *billingParts, back
 		since = time.Now().Add(-back)
 	}
 	for _, h := range histories {
-		sum, err := h.CatchUp(ctx, since, dryRun, func(id, outcome string) {
+		line := newCatchUpLine(e.stderr, "appstore "+h.Environment())
+		sum, err := h.CatchUp(ctx, since, pipeline.CatchUpOptions{DryRun: dryRun, Progress: line.update, Report: func(id, outcome string) {
 			if outcome != billing.OutcomeDuplicate {
 				fmt.Fprintf(e.stdout, "%s %s\n", id, outcome)
 			}
-		})
+		}})
+		line.done()
 		if errors.Is(err, reconcile.ErrBusy) {
 			return errors.New("another process is reading the App Store's history now; try again when it is done")
 		}

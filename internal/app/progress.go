@@ -101,3 +101,47 @@ func progressBar(since, newest, reached time.Time, width int) string {
 	full := int(fraction * float64(width))
 	return fmt.Sprintf("[%s%s] %3.0f%%", strings.Repeat("#", full), strings.Repeat("-", width-full), fraction*100)
 }
+
+// catchUpLine shows a catch-up's progress as progressLine shows a backfill's: the pages of
+// the store's history read, then the notifications applied, with the time left once the
+// rate of applying is known.
+type catchUpLine struct {
+	w                 io.Writer
+	label             string
+	tty, drawn        bool
+	applying, shownAt time.Time
+}
+
+func newCatchUpLine(w io.Writer, label string) *catchUpLine {
+	return &catchUpLine{w: w, label: label, tty: isTerminal(w), shownAt: time.Now()}
+}
+
+// update is called after each page read and each notification applied.
+func (p *catchUpLine) update(sum pipeline.CatchUpSummary) {
+	status := fmt.Sprintf("%d page(s) read, %d notification(s)", sum.Pages, sum.Read)
+	if done := sum.Applied + sum.Stored; done > 0 {
+		if p.applying.IsZero() {
+			p.applying = time.Now()
+		}
+		status += fmt.Sprintf(", %d of %d done (%d applied)", done, sum.Read, sum.Applied)
+		if elapsed := time.Since(p.applying); elapsed >= time.Second && done < sum.Read {
+			left := time.Duration(float64(elapsed) / float64(done) * float64(sum.Read-done))
+			status += ", about " + left.Round(time.Second).String() + " left"
+		}
+	}
+	switch {
+	case p.tty:
+		fmt.Fprintf(p.w, "\r\033[K%s %s", p.label, status)
+		p.drawn = true
+	case time.Since(p.shownAt) >= plainEvery:
+		p.shownAt = time.Now()
+		fmt.Fprintf(p.w, "%s: %s\n", p.label, status)
+	}
+}
+
+// done ends the redrawn line.
+func (p *catchUpLine) done() {
+	if p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}

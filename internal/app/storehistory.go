@@ -71,7 +71,7 @@ func catchUp(ctx context.Context, e env, histories []*reconcile.History, interva
 	}
 	for {
 		for _, h := range histories {
-			_, err := h.CatchUp(ctx, time.Time{}, false, func(string, string) {})
+			_, err := h.CatchUp(ctx, time.Time{}, pipeline.CatchUpOptions{})
 			if errors.Is(err, reconcile.ErrBusy) { // another instance is reading it
 				continue
 			}

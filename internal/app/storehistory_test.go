@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
@@ -132,5 +133,25 @@ func TestServeCatchesUpOnMissedAppStoreNotifications(t *testing.T) {
 	}
 	if got := strings.Join(outcomes, ", "); got != "away-1 active, away-2 active, away-3 refunded" {
 		t.Fatalf("events after the restart: %s (the renewal applied before the refund, the first stored once)", got)
+	}
+}
+
+// TestCatchUpProgress: a catch-up by hand shows the pages read, then the notifications done
+// out of those read.
+func TestCatchUpProgress(t *testing.T) {
+	var out strings.Builder
+	line := newCatchUpLine(&out, "appstore Production")
+	line.tty = true // redrawn in place, as on a terminal
+	line.update(pipeline.CatchUpSummary{Pages: 3, Read: 45})
+	line.update(pipeline.CatchUpSummary{Pages: 3, Read: 45, Applied: 5, Stored: 15})
+	line.done()
+	got := out.String()
+	for _, want := range []string{"appstore Production 3 page(s) read, 45 notification(s)", "20 of 45 done (5 applied)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("progress %q lacks %q", got, want)
+		}
+	}
+	if !strings.HasSuffix(got, "\n") {
+		t.Errorf("the redrawn line is not ended: %q", got)
 	}
 }

@@ -37,13 +37,28 @@ type CatchUpSummary struct {
 	Pages, Read, Applied, Stored, Refused int
 }
 
+// CatchUpOptions: DryRun applies nothing; Report is told each event's id and outcome;
+// Progress, when set, the summary so far after each page read and each event applied.
+type CatchUpOptions struct {
+	DryRun   bool
+	Report   func(id, outcome string)
+	Progress func(CatchUpSummary)
+}
+
 // CatchUp reads a provider's whole history and processes every event in it that tollgate
 // has not stored, in the order the provider signed them, exactly as if it had been
 // delivered: stored under its own id, ordered, with the unresolved rule intact. An event
 // already stored is skipped and its row left as it is: a copy read back is no redelivery.
-// report is told each event's id and outcome (OutcomeDuplicate for one already stored);
-// with dryRun nothing is applied and each new event is reported as "would apply".
-func (p *Pipeline) CatchUp(ctx context.Context, provider string, read HistoryReader, dryRun bool, report func(id, outcome string)) (CatchUpSummary, error) {
+// Each event's outcome is reported (OutcomeDuplicate for one already stored); in a dry run
+// nothing is applied and each new event is reported as "would apply".
+func (p *Pipeline) CatchUp(ctx context.Context, provider string, read HistoryReader, opts CatchUpOptions) (CatchUpSummary, error) {
+	report, progress := opts.Report, opts.Progress
+	if report == nil {
+		report = func(string, string) {}
+	}
+	if progress == nil {
+		progress = func(CatchUpSummary) {}
+	}
 	var sum CatchUpSummary
 	var events []HistoryEvent
 	for page := ""; ; {
@@ -57,6 +72,8 @@ func (p *Pipeline) CatchUp(ctx context.Context, provider string, read HistoryRea
 			p.log.WarnContext(ctx, "a history item refused", "provider", provider, "error", err.Error())
 		}
 		events = append(events, h.Events...)
+		sum.Read = len(events)
+		progress(sum)
 		if page = h.Next; page == "" {
 			break
 		}
@@ -64,7 +81,7 @@ func (p *Pipeline) CatchUp(ctx context.Context, provider string, read HistoryRea
 	sum.Read = len(events)
 	slices.SortStableFunc(events, func(a, b HistoryEvent) int { return a.At.Compare(b.At) })
 	for _, e := range events {
-		id, outcome, err := p.recoverOne(ctx, provider, e.Body, dryRun)
+		id, outcome, err := p.recoverOne(ctx, provider, e.Body, opts.DryRun)
 		if err != nil {
 			return sum, err
 		}
@@ -76,6 +93,7 @@ func (p *Pipeline) CatchUp(ctx context.Context, provider string, read HistoryRea
 			sum.Applied++
 		}
 		report(id, outcome)
+		progress(sum)
 	}
 	return sum, nil
 }

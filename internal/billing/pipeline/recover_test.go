@@ -76,7 +76,7 @@ func TestCatchUpAppliesMissedNotificationsOnce(t *testing.T) {
 		s.AddHistory(forged)
 
 		outcomes := map[string]string{}
-		sum, err := h.Svc.CatchUp(context.Background(), billing.ProviderAppStore, read, false, func(id, outcome string) { outcomes[id] = outcome })
+		sum, err := h.Svc.CatchUp(context.Background(), billing.ProviderAppStore, read, pipeline.CatchUpOptions{Report: func(id, outcome string) { outcomes[id] = outcome }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestCatchUpAppliesMissedNotificationsOnce(t *testing.T) {
 
 		before := h.DumpTables("provider_events", "subscriptions")
 		outcomes = map[string]string{}
-		sum, err = h.Svc.CatchUp(context.Background(), billing.ProviderAppStore, read, false, func(id, outcome string) { outcomes[id] = outcome })
+		sum, err = h.Svc.CatchUp(context.Background(), billing.ProviderAppStore, read, pipeline.CatchUpOptions{Report: func(id, outcome string) { outcomes[id] = outcome }})
 		if err != nil || sum.Applied != 0 || sum.Stored != 3 {
 			t.Fatalf("a second catch-up: %+v %v %v", sum, outcomes, err)
 		}
@@ -116,7 +116,7 @@ func TestCatchUpDryRunAppliesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	outcomes := map[string]string{}
-	sum, err := h.Svc.CatchUp(context.Background(), billing.ProviderAppStore, read, true, func(id, outcome string) { outcomes[id] = outcome })
+	sum, err := h.Svc.CatchUp(context.Background(), billing.ProviderAppStore, read, pipeline.CatchUpOptions{DryRun: true, Report: func(id, outcome string) { outcomes[id] = outcome }})
 	if err != nil || sum.Applied != 1 || outcomes["dry-1"] != "would apply" || h.CountEvents() != 0 {
 		t.Fatalf("dry run: %+v %v %v, %d stored", sum, outcomes, err, h.CountEvents())
 	}

@@ -81,7 +81,7 @@ func (h *History) Start(ctx context.Context, since time.Time) (time.Time, error)
 // stored (pipeline.CatchUp), under the provider's lease (ErrBusy while another process
 // holds it). A complete read that applied, not a dry run, moves the time up to which the
 // history is held to its end.
-func (h *History) CatchUp(ctx context.Context, since time.Time, dryRun bool, report func(id, outcome string)) (pipeline.CatchUpSummary, error) {
+func (h *History) CatchUp(ctx context.Context, since time.Time, opts pipeline.CatchUpOptions) (pipeline.CatchUpSummary, error) {
 	if err := h.lease.take(ctx); err != nil {
 		return pipeline.CatchUpSummary{}, err
 	}
@@ -97,8 +97,8 @@ func (h *History) CatchUp(ctx context.Context, since time.Time, dryRun bool, rep
 		}
 		return h.opts.Read(ctx, start, end, page)
 	}
-	sum, err := h.pipeline.CatchUp(ctx, h.opts.Provider, read, dryRun, report)
-	if err != nil || dryRun {
+	sum, err := h.pipeline.CatchUp(ctx, h.opts.Provider, read, opts)
+	if err != nil || opts.DryRun {
 		return sum, err
 	}
 	err = dbq.New(h.db).SetStoreHistory(ctx, dbq.SetStoreHistoryParams{Provider: h.opts.Provider, Environment: h.opts.Environment,

@@ -88,13 +88,13 @@ func TestHistoryStartsWhereItLeftOff(t *testing.T) {
 		if _, err := s.Send(renewed); err != nil {
 			t.Fatal(err)
 		}
-		if sum, err := hist.CatchUp(ctx, time.Time{}, true, func(string, string) {}); err != nil || sum.Applied != 1 {
+		if sum, err := hist.CatchUp(ctx, time.Time{}, pipeline.CatchUpOptions{DryRun: true}); err != nil || sum.Applied != 1 {
 			t.Fatalf("dry run: %+v %v", sum, err)
 		}
 		if got := start(time.Time{}); !got.Equal(billingtest.Now.Add(-48 * time.Hour)) {
 			t.Fatalf("after a dry run: starts %v, want where it did", got)
 		}
-		if sum, err := hist.CatchUp(ctx, time.Time{}, false, func(string, string) {}); err != nil || sum.Applied != 1 || sum.Stored != 1 {
+		if sum, err := hist.CatchUp(ctx, time.Time{}, pipeline.CatchUpOptions{}); err != nil || sum.Applied != 1 || sum.Stored != 1 {
 			t.Fatalf("catch-up: %+v %v", sum, err)
 		}
 		if got := h.Answer(t, billingtest.FixtureUser); got != "true active pro "+billingtest.Stamp(billingtest.Now.Add(30*24*time.Hour)) {
@@ -118,7 +118,7 @@ func TestHistoryIsReadByOneProcessAtATime(t *testing.T) {
 	if _, err := d.Exec("insert into reconcile_leases (provider, holder, lease_until) values ('appstore', 'another process', $1)", time.Now().Add(time.Hour).UTC()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := hist.CatchUp(context.Background(), billingtest.Now.Add(-2*time.Hour), false, func(string, string) {}); !errors.Is(err, reconcile.ErrBusy) || h.CountEvents() != 0 {
+	if _, err := hist.CatchUp(context.Background(), billingtest.Now.Add(-2*time.Hour), pipeline.CatchUpOptions{}); !errors.Is(err, reconcile.ErrBusy) || h.CountEvents() != 0 {
 		t.Fatalf("beside another process's lease: %v, %d stored", err, h.CountEvents())
 	}
 }
