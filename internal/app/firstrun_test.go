@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -54,8 +55,12 @@ func TestBrowserFirstRunWithoutAccounts(t *testing.T) {
 	p := startProcessIn(t, "../..", bin, vars) // the repository root, as a fresh clone runs it
 	waitFor(t, func() bool { return healthcheckExit(t, bin, addr) == 0 })
 	base := "http://localhost:" + vars["PORT"]
-	if !strings.Contains(p.stderr.String(), "development identity service on "+base+"/_dev/auth") {
-		t.Fatalf("no start-up line for the development identity service:\n%s", p.stderr.String())
+	// The line is written before the server answers; the copy of the process's output may
+	// lag behind a moment.
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(p.stderr.String(), "development identity service on "+base+"/_dev/auth"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no start-up line for the development identity service:\n%s", p.stderr.String())
+		}
 	}
 
 	tab := newTab(t, ctx, base)

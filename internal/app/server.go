@@ -312,10 +312,6 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 			s.deliverer.Run(ctx)
 		}
 	}()
-	errc := make(chan error, len(servers))
-	for i, srv := range servers {
-		go func() { errc <- srv.Serve(listeners[i]) }()
-	}
 	if s.devIdentity != nil {
 		s.env.log.Warn("development identity service on "+s.cfg.AuthURL+": anyone who reaches it can sign in as any e-mail; "+
 			"e-mails are printed here, not sent. Set AUTH_URL to use a real identity service", "users_and_keys", "in the database")
@@ -332,6 +328,12 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		"database", db.Describe(s.cfg.DatabaseURL), "web_ingestion", s.cfg.WebIngestion, "forms", onOff(s.cfg.Forms), "api", onOff(s.cfg.API),
 		"providers", s.providersOn(), "console", onOff(s.console != nil), "reconcile", s.reconcileSetting(),
 		"outbound_webhooks", onOff(s.cfg.OutboundWebhookURL != ""))
+	// The listeners are bound already; serving starts once the start-up lines are written, so
+	// that whoever sees the server answer finds them in its log.
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { errc <- srv.Serve(listeners[i]) }()
+	}
 	select {
 	case err := <-errc:
 		return err
