@@ -41,22 +41,10 @@ func storeHistories(d *db.DB, e env, b *billingParts) ([]*reconcile.History, err
 			return nil, fmt.Errorf("APPSTORE_PRIVATE_KEY_FILE: %w", err)
 		}
 		list = append(list, reconcile.NewHistory(d, b.pipeline, e.log, reconcile.HistoryOptions{
-			Provider: billing.ProviderAppStore, Environment: env, MaxBack: appStoreHistoryKept[env], Read: historyReader(api),
+			Provider: billing.ProviderAppStore, Environment: env, MaxBack: appStoreHistoryKept[env], Read: api.NotificationHistory,
 		}))
 	}
 	return list, nil
-}
-
-// historyReader reads Apple's notification history as the pipeline's history pages.
-func historyReader(api *appstore.API) func(ctx context.Context, start, end time.Time, page string) (pipeline.HistoryPage, error) {
-	return func(ctx context.Context, start, end time.Time, page string) (pipeline.HistoryPage, error) {
-		p, err := api.NotificationHistory(ctx, start, end, page)
-		out := pipeline.HistoryPage{Refused: p.Refused, Next: p.Next}
-		for _, item := range p.Items {
-			out.Events = append(out.Events, pipeline.HistoryEvent{At: item.SignedDate, Body: item.Body})
-		}
-		return out, err
-	}
 }
 
 // catchUp runs each history's catch-up at start-up and then every interval (a day when

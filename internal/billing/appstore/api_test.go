@@ -19,14 +19,8 @@ import (
 // with the stand-in's key.
 func standIn(t *testing.T) (*appstoredev.API, *appstore.API) {
 	t.Helper()
-	chain := billingtest.NewChain(t)
-	s, err := appstoredev.NewAPI(chain, billingtest.Bundle, "Production")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	return s, client(t, chain, s, srv.URL, s.PrivateKeyPEM)
+	s, _, api := billingtest.AppStoreAPI(t)
+	return s, api
 }
 
 func client(t *testing.T, chain *appstoredev.Chain, s *appstoredev.API, base string, p8 []byte) *appstore.API {
@@ -81,10 +75,10 @@ func TestAPIHistoryIsVerifiedLikeANotification(t *testing.T) {
 			t.Fatal(err)
 		}
 		pages++
-		for _, item := range page.Items {
-			uuids = append(uuids, item.UUID)
-			if !strings.Contains(string(item.Body), `"signedPayload"`) || item.SignedDate.Before(start) {
-				t.Errorf("item %s: %s at %v", item.UUID, item.Body, item.SignedDate)
+		for _, item := range page.Events {
+			uuids = append(uuids, item.ID)
+			if !strings.Contains(string(item.Body), `"signedPayload"`) || item.At.Before(start) {
+				t.Errorf("item %s: %s at %v", item.ID, item.Body, item.At)
 			}
 		}
 		refused = append(refused, page.Refused...)
@@ -143,8 +137,8 @@ func TestAPIWaitsOutA429(t *testing.T) {
 		t.Fatal(err)
 	}
 	page, err := api.NotificationHistory(context.Background(), billingtest.Now.Add(-time.Hour), billingtest.Now, "")
-	if err != nil || len(page.Items) != 1 {
-		t.Fatalf("after two 429s: %v, %d items", err, len(page.Items))
+	if err != nil || len(page.Events) != 1 {
+		t.Fatalf("after two 429s: %v, %d items", err, len(page.Events))
 	}
 	if now := time.Now(); now.Before(retryAt) {
 		t.Fatalf("answered at %v: before the Retry-After of %v", now, retryAt)

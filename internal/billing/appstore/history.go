@@ -7,28 +7,14 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
 )
 
-// HistoryItem is a notification read from Get Notification History, verified as a
-// delivered one is: Body is what Apple would have posted, {"signedPayload": …}.
-type HistoryItem struct {
-	UUID       string
-	SignedDate time.Time
-	Body       []byte
-}
-
-// HistoryPage is one page of the history (up to 20 notifications). Refused are the items
-// that did not verify, with why: they are left out, never applied. Next is the
-// paginationToken of the next page, "" on the last.
-type HistoryPage struct {
-	Items   []HistoryItem
-	Refused []error
-	Next    string
-}
-
-// NotificationHistory reads one page of the notifications Apple sent, or tried to send,
-// whose sending began between start and end.
-func (c *API) NotificationHistory(ctx context.Context, start, end time.Time, paginationToken string) (HistoryPage, error) {
+// NotificationHistory reads one page (up to 20) of the notifications Apple sent, or tried
+// to send, whose sending began between start and end. Each event's Body is what Apple
+// would have posted, {"signedPayload": …}, verified as a delivered notification is.
+func (c *API) NotificationHistory(ctx context.Context, start, end time.Time, paginationToken string) (billing.HistoryPage, error) {
 	path := "/inApps/v1/notifications/history"
 	if paginationToken != "" {
 		path += "?" + url.Values{"paginationToken": {paginationToken}}.Encode()
@@ -42,9 +28,9 @@ func (c *API) NotificationHistory(ctx context.Context, start, end time.Time, pag
 	}
 	err := c.do(ctx, "POST", path, map[string]int64{"startDate": start.UnixMilli(), "endDate": end.UnixMilli()}, &answer)
 	if err != nil {
-		return HistoryPage{}, err
+		return billing.HistoryPage{}, err
 	}
-	var page HistoryPage
+	var page billing.HistoryPage
 	if answer.HasMore {
 		page.Next = answer.PaginationToken
 	}
@@ -54,7 +40,7 @@ func (c *API) NotificationHistory(ctx context.Context, start, end time.Time, pag
 			page.Refused = append(page.Refused, err)
 			continue
 		}
-		page.Items = append(page.Items, item)
+		page.Events = append(page.Events, item)
 	}
 	return page, nil
 }
@@ -63,20 +49,20 @@ var errOtherEnvironment = errors.New("the notification is of another environment
 
 // historyItem verifies one history item exactly as a delivered notification: its chain,
 // Apple's markers, the app, its transaction and renewal, and its environment.
-func (c *API) historyItem(signedPayload string) (HistoryItem, error) {
+func (c *API) historyItem(signedPayload string) (billing.HistoryEvent, error) {
 	body, err := json.Marshal(request{SignedPayload: signedPayload})
 	if err != nil {
-		return HistoryItem{}, err
+		return billing.HistoryEvent{}, err
 	}
 	if err := c.adapter.Verify(nil, body, c.cfg.Clock()); err != nil {
-		return HistoryItem{}, fmt.Errorf("a history item refused: %w", err)
+		return billing.HistoryEvent{}, fmt.Errorf("a history item refused: %w", err)
 	}
 	p, err := decode(body)
 	if err != nil {
-		return HistoryItem{}, fmt.Errorf("a history item refused: %w", err)
+		return billing.HistoryEvent{}, fmt.Errorf("a history item refused: %w", err)
 	}
 	if _, env := p.notification.bundleAndEnvironment(); env != c.cfg.Environment {
-		return HistoryItem{}, fmt.Errorf("a history item refused: %w", errOtherEnvironment)
+		return billing.HistoryEvent{}, fmt.Errorf("a history item refused: %w", errOtherEnvironment)
 	}
-	return HistoryItem{UUID: p.notification.NotificationUUID, SignedDate: time.UnixMilli(p.notification.SignedDate).UTC(), Body: body}, nil
+	return billing.HistoryEvent{ID: p.notification.NotificationUUID, At: time.UnixMilli(p.notification.SignedDate).UTC(), Body: body}, nil
 }

@@ -51,3 +51,26 @@ func AppStoreNotification(id, typ, subtype, sub, user string, signed, expires ti
 		},
 	}
 }
+
+// AppStoreAPI is the App Store's stand-in for its server API on a loopback port, the
+// adapter pinned to its chain (add it with WithAdapters), and a client of the API with the
+// stand-in's key, in Production.
+func AppStoreAPI(t testing.TB) (*appstoredev.API, *appstore.Adapter, *appstore.API) {
+	t.Helper()
+	chain := NewChain(t)
+	a, err := appstore.New(appstore.Config{BundleID: Bundle, RootCerts: chain.RootPEM(), Environments: []string{"Production"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := appstoredev.NewAPI(chain, Bundle, "Production")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	api, err := a.API(appstore.APIConfig{KeyID: s.KeyID, IssuerID: s.IssuerID, PrivateKey: s.PrivateKeyPEM, Environment: "Production", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, a, api
+}

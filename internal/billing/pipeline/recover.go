@@ -6,30 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
-// HistoryEvent is an event a provider sent, or tried to send, read back from its API and
-// verified as its delivery would have been: Body is what the delivery carried, At when the
-// provider signed it.
-type HistoryEvent struct {
-	At   time.Time
-	Body []byte
-}
-
-// HistoryPage is one page of a provider's history. Refused are the items that did not
-// verify, with why; Next reads the page after ("" on the last).
-type HistoryPage struct {
-	Events  []HistoryEvent
-	Refused []error
-	Next    string
-}
-
 // HistoryReader reads the page of a provider's history that page names ("" for the first).
-type HistoryReader func(ctx context.Context, page string) (HistoryPage, error)
+type HistoryReader func(ctx context.Context, page string) (billing.HistoryPage, error)
 
 // CatchUpSummary is what a catch-up did: pages read, events read, applied (not stored
 // before), already stored (left untouched), refused (did not verify).
@@ -60,7 +43,7 @@ func (p *Pipeline) CatchUp(ctx context.Context, provider string, read HistoryRea
 		progress = func(CatchUpSummary) {}
 	}
 	var sum CatchUpSummary
-	var events []HistoryEvent
+	var events []billing.HistoryEvent
 	for page := ""; ; {
 		h, err := read(ctx, page)
 		if err != nil {
@@ -79,7 +62,7 @@ func (p *Pipeline) CatchUp(ctx context.Context, provider string, read HistoryRea
 		}
 	}
 	sum.Read = len(events)
-	slices.SortStableFunc(events, func(a, b HistoryEvent) int { return a.At.Compare(b.At) })
+	slices.SortStableFunc(events, func(a, b billing.HistoryEvent) int { return a.At.Compare(b.At) })
 	for _, e := range events {
 		id, outcome, err := p.recoverOne(ctx, provider, e.Body, opts.DryRun)
 		if err != nil {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
@@ -17,35 +15,15 @@ import (
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
-// appStoreHistory is the App Store with the stand-in for its server API, and a history
-// reader over the stand-in's notification history.
+// appStoreHistory is the App Store with the stand-in for its server API, and a reader of
+// the stand-in's notification history of the day before billingtest.Now.
 func appStoreHistory(t *testing.T, d *db.DB) (*billingtest.Harness, *appstoredev.API, pipeline.HistoryReader) {
 	t.Helper()
-	chain := billingtest.NewChain(t)
-	a, err := appstore.New(appstore.Config{BundleID: billingtest.Bundle, RootCerts: chain.RootPEM(), Environments: []string{"Production"}})
-	if err != nil {
-		t.Fatal(err)
+	s, a, api := billingtest.AppStoreAPI(t)
+	read := func(ctx context.Context, page string) (billing.HistoryPage, error) {
+		return api.NotificationHistory(ctx, billingtest.Now.Add(-24*time.Hour), billingtest.Now, page)
 	}
-	h := billingtest.New(t, d, billingtest.WithAdapters(a))
-	s, err := appstoredev.NewAPI(chain, billingtest.Bundle, "Production")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	api, err := a.API(appstore.APIConfig{KeyID: s.KeyID, IssuerID: s.IssuerID, PrivateKey: s.PrivateKeyPEM, Environment: "Production", BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	read := func(ctx context.Context, page string) (pipeline.HistoryPage, error) {
-		p, err := api.NotificationHistory(ctx, billingtest.Now.Add(-24*time.Hour), billingtest.Now, page)
-		out := pipeline.HistoryPage{Refused: p.Refused, Next: p.Next}
-		for _, item := range p.Items {
-			out.Events = append(out.Events, pipeline.HistoryEvent{At: item.SignedDate, Body: item.Body})
-		}
-		return out, err
-	}
-	return h, s, read
+	return billingtest.New(t, d, billingtest.WithAdapters(a)), s, read
 }
 
 // TestCatchUpAppliesMissedNotificationsOnce: notifications sent while tollgate did not hear

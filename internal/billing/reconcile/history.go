@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
@@ -23,7 +24,7 @@ type HistoryOptions struct {
 	// Production, 30 in Sandbox); a read never starts earlier.
 	MaxBack time.Duration
 	// Read reads the page of the store's history between start and end that page names.
-	Read  func(ctx context.Context, start, end time.Time, page string) (pipeline.HistoryPage, error)
+	Read  func(ctx context.Context, start, end time.Time, page string) (billing.HistoryPage, error)
 	Clock func() time.Time
 }
 
@@ -91,9 +92,9 @@ func (h *History) CatchUp(ctx context.Context, since time.Time, opts pipeline.Ca
 		return pipeline.CatchUpSummary{}, err
 	}
 	end := h.opts.Clock()
-	read := func(ctx context.Context, page string) (pipeline.HistoryPage, error) {
+	read := func(ctx context.Context, page string) (billing.HistoryPage, error) {
 		if err := h.lease.take(ctx); err != nil { // renewed before each page
-			return pipeline.HistoryPage{}, err
+			return billing.HistoryPage{}, err
 		}
 		return h.opts.Read(ctx, start, end, page)
 	}

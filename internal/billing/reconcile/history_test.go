@@ -3,12 +3,10 @@ package reconcile_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
@@ -21,32 +19,10 @@ import (
 // billingtest.Now.
 func history(t *testing.T, d *db.DB) (*billingtest.Harness, *appstoredev.API, *reconcile.History) {
 	t.Helper()
-	chain := billingtest.NewChain(t)
-	a, err := appstore.New(appstore.Config{BundleID: billingtest.Bundle, RootCerts: chain.RootPEM(), Environments: []string{"Production"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, a, api := billingtest.AppStoreAPI(t)
 	h := billingtest.New(t, d, billingtest.WithAdapters(a))
-	s, err := appstoredev.NewAPI(chain, billingtest.Bundle, "Production")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	api, err := a.API(appstore.APIConfig{KeyID: s.KeyID, IssuerID: s.IssuerID, PrivateKey: s.PrivateKeyPEM, Environment: "Production", BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	read := func(ctx context.Context, start, end time.Time, page string) (pipeline.HistoryPage, error) {
-		p, err := api.NotificationHistory(ctx, start, end, page)
-		out := pipeline.HistoryPage{Refused: p.Refused, Next: p.Next}
-		for _, item := range p.Items {
-			out.Events = append(out.Events, pipeline.HistoryEvent{At: item.SignedDate, Body: item.Body})
-		}
-		return out, err
-	}
 	return h, s, reconcile.NewHistory(d, h.Svc.Pipeline, h.Log, reconcile.HistoryOptions{
-		Provider: billing.ProviderAppStore, Environment: "Production", MaxBack: 180 * 24 * time.Hour, Read: read, Clock: h.Clock,
+		Provider: billing.ProviderAppStore, Environment: "Production", MaxBack: 180 * 24 * time.Hour, Read: api.NotificationHistory, Clock: h.Clock,
 	})
 }
 
