@@ -89,7 +89,7 @@ func New(d *db.DB, opts Options) *Deliverer {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	if opts.Lease <= opts.Timeout {
+	if opts.Lease <= 0 {
 		opts.Lease = 3 * opts.Timeout
 	}
 	if opts.Pace <= 0 {
