@@ -23,7 +23,6 @@ var (
 // statusOf is the status of each kind of billing's answers.
 var statusOf = map[billing.Kind]int{
 	billing.KindInvalid:      http.StatusUnprocessableEntity,
-	billing.KindUnresolved:   http.StatusUnprocessableEntity,
 	billing.KindNotFound:     http.StatusNotFound,
 	billing.KindConflict:     http.StatusConflict,
 	billing.KindRefused:      http.StatusForbidden,
