@@ -23,13 +23,13 @@ func standIn(t *testing.T) (*appstoredev.API, *appstore.API) {
 	return s, api
 }
 
-func client(t *testing.T, chain *appstoredev.Chain, s *appstoredev.API, base string, p8 []byte) *appstore.API {
+func client(t *testing.T, chain *appstoredev.Chain, s *appstoredev.API, base string, p8 []byte, pace float64) *appstore.API {
 	t.Helper()
 	a, err := appstore.New(appstore.Config{BundleID: billingtest.Bundle, RootCerts: chain.RootPEM(), Environments: []string{"Production"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := a.API(appstore.APIConfig{KeyID: s.KeyID, IssuerID: s.IssuerID, PrivateKey: p8, Environment: "Production", BaseURL: base})
+	api, err := a.API(appstore.APIConfig{KeyID: s.KeyID, IssuerID: s.IssuerID, PrivateKey: p8, Environment: "Production", BaseURL: base, Pace: pace})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestAPIKeyRefusedIsNotRetried(t *testing.T) {
 	}
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
-	api := client(t, chain, s, srv.URL, other.PrivateKeyPEM)
+	api := client(t, chain, s, srv.URL, other.PrivateKeyPEM, 0)
 	_, err = api.NotificationHistory(context.Background(), billingtest.Now.Add(-time.Hour), billingtest.Now, "")
 	if !errors.Is(err, appstore.ErrAPIKeyRefused) || !strings.Contains(err.Error(), "APPSTORE_PRIVATE_KEY_FILE") {
 		t.Fatalf("a wrong key: %v", err)
@@ -178,14 +178,7 @@ func TestAPIPacesItsRequests(t *testing.T) {
 	}
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
-	a, err := appstore.New(appstore.Config{BundleID: billingtest.Bundle, RootCerts: chain.RootPEM(), Environments: []string{"Production"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := a.API(appstore.APIConfig{KeyID: s.KeyID, IssuerID: s.IssuerID, PrivateKey: s.PrivateKeyPEM, Environment: "Production", BaseURL: srv.URL, Pace: 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := client(t, chain, s, srv.URL, s.PrivateKeyPEM, 20)
 	for range 5 {
 		if _, err := api.NotificationHistory(context.Background(), billingtest.Now.Add(-time.Hour), billingtest.Now, ""); err != nil {
 			t.Fatal(err)

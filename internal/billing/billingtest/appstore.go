@@ -14,11 +14,17 @@ const Bundle = "com.example.app"
 
 // WithAppStore adds the App Store, pinned to chain's root.
 func WithAppStore(t testing.TB, chain *appstoredev.Chain) Option {
+	return WithAdapters(appStoreAdapter(t, chain))
+}
+
+// appStoreAdapter is the App Store's adapter for the app, in Production, pinned to chain's root.
+func appStoreAdapter(t testing.TB, chain *appstoredev.Chain) *appstore.Adapter {
+	t.Helper()
 	a, err := appstore.New(appstore.Config{BundleID: Bundle, RootCerts: chain.RootPEM(), Environments: []string{"Production"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return WithAdapters(a)
+	return a
 }
 
 // NewChain is a fresh local App Store signing chain.
@@ -58,10 +64,7 @@ func AppStoreNotification(id, typ, subtype, sub, user string, signed, expires ti
 func AppStoreAPI(t testing.TB) (*appstoredev.API, *appstore.Adapter, *appstore.API) {
 	t.Helper()
 	chain := NewChain(t)
-	a, err := appstore.New(appstore.Config{BundleID: Bundle, RootCerts: chain.RootPEM(), Environments: []string{"Production"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := appStoreAdapter(t, chain)
 	s, err := appstoredev.NewAPI(chain, Bundle, "Production")
 	if err != nil {
 		t.Fatal(err)
