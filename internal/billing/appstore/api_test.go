@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -150,11 +149,12 @@ func TestAPIWaitsOutA429(t *testing.T) {
 }
 
 // Get All Subscription Statuses gives the status of the original transaction asked for,
-// its items verified; an unknown one is Apple's 404.
+// its items verified; one Apple answers 404 for is unknown.
 func TestAPISubscriptionStatus(t *testing.T) {
 	s, api := standIn(t)
-	err := s.SetStatus(appstoredev.Transaction{OriginalTransactionID: "9000005", TransactionID: "9000006", BundleID: billingtest.Bundle,
-		ProductID: "com.example.app.pro.monthly", Expires: billingtest.Now.Add(24 * time.Hour)}, appstore.StatusGracePeriod, billingtest.Now, true)
+	err := s.SetStatus(appstoredev.Status{Transaction: appstoredev.Transaction{OriginalTransactionID: "9000005", TransactionID: "9000006",
+		BundleID: billingtest.Bundle, ProductID: "com.example.app.pro.monthly", Expires: billingtest.Now.Add(24 * time.Hour)},
+		Code: appstore.StatusGracePeriod, Signed: billingtest.Now, AutoRenew: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,8 +162,7 @@ func TestAPISubscriptionStatus(t *testing.T) {
 	if err != nil || got.Status != appstore.StatusGracePeriod || got.OriginalTransactionID != "9000005" {
 		t.Fatalf("status: %+v %v", got, err)
 	}
-	var apiErr *appstore.APIError
-	if _, err := api.SubscriptionStatus(context.Background(), "404404"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+	if _, err := api.SubscriptionStatus(context.Background(), "404404"); !errors.Is(err, appstore.ErrUnknownSubscription) {
 		t.Fatalf("an unknown transaction: %v", err)
 	}
 }

@@ -32,6 +32,11 @@ type state struct {
 	// product's lasts (the plans file), and without one entitles nothing.
 	NonRenewing bool       `json:"non_renewing,omitempty"`
 	Purchased   *time.Time `json:"purchased,omitempty"`
+	// Expires is the transaction's expiresDate: the end of the period it paid for, which
+	// PeriodEnd leaves when an expiry, a refund or a billing problem ends access sooner.
+	Expires *time.Time `json:"expires,omitempty"`
+	// Refund, while a refund or revocation stands, is what it took.
+	Refund *refund `json:"refund,omitempty"`
 }
 
 // The transaction types Apple names (JWSTransactionDecodedPayload.type).
@@ -72,11 +77,16 @@ func (a *Adapter) Read(ev billing.Event, body []byte) (billing.Reading, error) {
 	}, nil
 }
 
-// Order: later notifications win; at the same instant the later stage of life wins, and
-// between equals the later arrival.
+// Order: a refund's rule first (refunds.go); else later notifications win, at the same
+// instant the later stage of life wins, and between equals the later arrival. A read (a
+// transaction the app reported, a status read from the API) is placed as of when Apple
+// signed it.
 func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order {
-	if r.Snapshot { // a transaction the app reported, as of when Apple signed it
-		return billing.BySnapshot(r, stored, false, func() bool { return false })
+	if o, decided := byRefund(r, stored); decided {
+		return o
+	}
+	if r.Snapshot {
+		return billing.BySnapshot(r, stored, false, func() bool { return sameRead(r, stored) })
 	}
 	if o, decided := billing.ByTime(r.At, stored); decided {
 		return o
@@ -87,26 +97,48 @@ func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order 
 	return billing.Stale
 }
 
-// Apply gives the subscription's state after the notification (docs/providers.md, "App
-// Store").
-func (a *Adapter) Apply(r billing.Reading, _ billing.Stored) ([]byte, any, error) {
-	p := r.Decoded.(*parsed)
-	tx := p.transaction
-	next := state{ProductID: tx.ProductID, User: strings.ToLower(tx.AppAccountToken), PeriodEnd: millis(tx.ExpiresDate),
-		NonRenewing: tx.Type == typeNonRenewing, Purchased: cmp.Or(millis(tx.PurchaseDate), &r.At)}
+// Apply gives the subscription's state after the notification or status read (docs/
+// providers.md, "App Store").
+func (a *Adapter) Apply(r billing.Reading, stored billing.Stored) ([]byte, any, error) {
+	prev, err := storedState(stored)
+	if err != nil {
+		return nil, nil, err
+	}
+	var next state
+	if s, ok := r.Decoded.(*SubscriptionStatus); ok {
+		if next, err = fromStatus(s, prev, r.At); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		next = fromNotification(r.Decoded.(*parsed), prev, r.At)
+	}
+	raw, err := json.Marshal(next)
+	return raw, &next, err
+}
+
+// fromTransaction is the state a transaction says, before its status is known.
+func fromTransaction(tx transaction, at time.Time) (next state, live string) {
+	next = state{ProductID: tx.ProductID, User: strings.ToLower(tx.AppAccountToken), PeriodEnd: millis(tx.ExpiresDate),
+		Expires: millis(tx.ExpiresDate), NonRenewing: tx.Type == typeNonRenewing, Purchased: cmp.Or(millis(tx.PurchaseDate), &at)}
 	next.Amount, next.Currency = tx.amount()
 	next.Period = tx.period()
-	at := r.At
-	live := billing.StatusActive
+	live = billing.StatusActive
 	if tx.freeTrial() {
 		live = billing.StatusTrialing
 	}
+	return next, live
+}
+
+// fromNotification is the state after a notification (or a transaction the app reported)
+// signed at at, prev the state stored before it.
+func fromNotification(p *parsed, prev state, at time.Time) state {
+	next, live := fromTransaction(p.transaction, at)
 	switch n := p.notification; n.NotificationType {
 	case claimed:
 		next.Status = live
-		switch revoked := millis(tx.RevocationDate); {
+		switch revoked := millis(p.transaction.RevocationDate); {
 		case revoked != nil:
-			next.Status, next.PeriodEnd = billing.StatusRefunded, revoked
+			next.Status, next.PeriodEnd, next.Refund = billing.StatusRefunded, revoked, prev.taken(next.Expires, live)
 		case next.PeriodEnd != nil && !next.PeriodEnd.After(at):
 			next.Status = billing.StatusExpired
 		}
@@ -123,26 +155,40 @@ func (a *Adapter) Apply(r billing.Reading, _ billing.Stored) ([]byte, any, error
 	case "EXPIRED", "GRACE_PERIOD_EXPIRED":
 		next.Status, next.PeriodEnd = billing.StatusExpired, &at
 	case "REFUND", "REVOKE":
-		next.Status, next.PeriodEnd = billing.StatusRefunded, &at
-	default: // SUBSCRIBED, DID_RENEW, OFFER_REDEEMED, RENEWAL_EXTENDED, REFUND_REVERSED, an upgrade, ONE_TIME_CHARGE
+		next.Status, next.PeriodEnd, next.Refund = billing.StatusRefunded, &at, prev.taken(next.Expires, live)
+	case "REFUND_REVERSED":
+		next.Status = live
+		if prev.Refund != nil { // exactly what the refund took comes back
+			next.Status, next.PeriodEnd = prev.Refund.Status, cmp.Or(prev.Refund.PeriodEnd, next.PeriodEnd)
+		}
+	default: // SUBSCRIBED, DID_RENEW, OFFER_REDEEMED, RENEWAL_EXTENDED, an upgrade, ONE_TIME_CHARGE
 		next.Status = live
 	}
 	if next.PeriodEnd == nil && next.Status == billing.StatusPastDue {
 		next.PeriodEnd = &at
 	}
-	raw, err := json.Marshal(next)
-	return raw, &next, err
+	return next
+}
+
+// storedState is the stored state decoded; the zero state when nothing is stored.
+func storedState(stored billing.Stored) (state, error) {
+	if s, ok := stored.Decoded.(*state); ok {
+		return *s, nil
+	}
+	var s state
+	if stored.State == "" || stored.State == "{}" {
+		return s, nil
+	}
+	err := json.Unmarshal([]byte(stored.State), &s)
+	return s, err
 }
 
 // Facts: the user is the transaction's appAccountToken; the product maps through the plans'
 // mobile_products, as the mobile provider's does.
 func (a *Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
-	s, _ := stored.Decoded.(*state)
-	if s == nil {
-		s = &state{}
-		if err := json.Unmarshal([]byte(stored.State), s); err != nil {
-			return billing.Facts{}, err
-		}
+	s, err := storedState(stored)
+	if err != nil {
+		return billing.Facts{}, err
 	}
 	f := billing.Facts{
 		UserID: s.User, KeepsUser: true, Unresolved: billing.NewUnresolved("unresolved app store customer", "app_account_token", s.User),

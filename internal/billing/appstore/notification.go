@@ -112,6 +112,10 @@ func (t transaction) period() string {
 // renewal is JWSRenewalInfoDecodedPayload.
 type renewal struct {
 	GracePeriodExpiresDate *int64 `json:"gracePeriodExpiresDate"`
+	// AutoRenewStatus is 1 while the subscription renews, 0 once the customer turned
+	// renewal off (nil: not said).
+	AutoRenewStatus *int  `json:"autoRenewStatus"`
+	SignedDate      int64 `json:"signedDate"`
 }
 
 // millis is a time in milliseconds since the epoch, or nil.

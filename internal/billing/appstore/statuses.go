@@ -2,8 +2,10 @@ package appstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 )
 
@@ -18,14 +20,17 @@ const (
 
 // SubscriptionStatus is what Apple says of one subscription now: its status, and its
 // latest transaction and renewal information, verified.
+// Its JSON is what ReadSubscription gives and ReadSnapshot reads.
 type SubscriptionStatus struct {
-	OriginalTransactionID string
-	Status                int
-	transaction           transaction
-	renewal               renewal
+	OriginalTransactionID string      `json:"original_transaction_id"`
+	Status                int         `json:"status"`
+	Transaction           transaction `json:"transaction"`
+	Renewal               renewal     `json:"renewal"`
 }
 
-var errNoSuchSubscription = errors.New("Apple's answer holds no subscription of that original transaction")
+// ErrUnknownSubscription: the API's environment holds no subscription of that original
+// transaction (Apple's 404, or an answer without it).
+var ErrUnknownSubscription = errors.New("the App Store holds no subscription of that original transaction in this environment")
 
 // SubscriptionStatus reads the subscription of originalTransactionID (Get All Subscription
 // Statuses): the lastTransactions item of that original transaction, its signed
@@ -44,7 +49,12 @@ func (c *API) SubscriptionStatus(ctx context.Context, originalTransactionID stri
 			} `json:"lastTransactions"`
 		} `json:"data"`
 	}
-	if err := c.do(ctx, "GET", "/inApps/v1/subscriptions/"+url.PathEscape(originalTransactionID), nil, &answer); err != nil {
+	err := c.do(ctx, "GET", "/inApps/v1/subscriptions/"+url.PathEscape(originalTransactionID), nil, &answer)
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+		return SubscriptionStatus{}, ErrUnknownSubscription
+	}
+	if err != nil {
 		return SubscriptionStatus{}, err
 	}
 	for _, group := range answer.Data {
@@ -53,24 +63,34 @@ func (c *API) SubscriptionStatus(ctx context.Context, originalTransactionID stri
 				continue
 			}
 			s := SubscriptionStatus{OriginalTransactionID: originalTransactionID, Status: last.Status}
-			if err := c.verifyItem(last.SignedTransactionInfo, &s.transaction); err != nil {
+			if err := c.verifyItem(last.SignedTransactionInfo, &s.Transaction); err != nil {
 				return SubscriptionStatus{}, err
 			}
-			if s.transaction.BundleID != c.adapter.bundleID {
+			if s.Transaction.BundleID != c.adapter.bundleID {
 				return SubscriptionStatus{}, fmt.Errorf("a subscription status refused: %w", errBundle)
 			}
-			if s.transaction.Environment != c.cfg.Environment || s.transaction.OriginalTransactionID != originalTransactionID {
+			if s.Transaction.Environment != c.cfg.Environment || s.Transaction.OriginalTransactionID != originalTransactionID {
 				return SubscriptionStatus{}, fmt.Errorf("a subscription status refused: the transaction is of another environment or subscription")
 			}
 			if last.SignedRenewalInfo != "" {
-				if err := c.verifyItem(last.SignedRenewalInfo, &s.renewal); err != nil {
+				if err := c.verifyItem(last.SignedRenewalInfo, &s.Renewal); err != nil {
 					return SubscriptionStatus{}, err
 				}
 			}
 			return s, nil
 		}
 	}
-	return SubscriptionStatus{}, errNoSuchSubscription
+	return SubscriptionStatus{}, ErrUnknownSubscription
+}
+
+// ReadSubscription is SubscriptionStatus as the JSON the adapter's ReadSnapshot reads: the
+// verified status, never anything Apple sent unverified.
+func (c *API) ReadSubscription(ctx context.Context, originalTransactionID string) (json.RawMessage, error) {
+	s, err := c.SubscriptionStatus(ctx, originalTransactionID)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(s)
 }
 
 // verifyItem verifies one signed item of an answer and decodes it into into.

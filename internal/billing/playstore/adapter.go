@@ -73,7 +73,9 @@ func (a *Adapter) Verify(h http.Header, body []byte, now time.Time) error {
 	return nil
 }
 
-// Parse names the push by its Pub/Sub message id.
+// Parse names the push by its Pub/Sub message id; a voided purchase by its order
+// (void:<orderId>), so that a void both pushed and read from the voided purchases list is
+// stored once.
 func (a *Adapter) Parse(body []byte) (billing.Event, error) {
 	p, err := decode(body)
 	if err != nil {

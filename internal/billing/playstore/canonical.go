@@ -23,6 +23,12 @@ type state struct {
 	// product's lasts (the plans file) when it has one, else for good.
 	OneTime   bool       `json:"one_time,omitempty"`
 	Purchased *time.Time `json:"purchased,omitempty"`
+	// Order is the order that paid for the period read (the line item's
+	// latestSuccessfulOrderId; a one-time product's orderId), and Expires that period's end.
+	Order   string     `json:"order,omitempty"`
+	Expires *time.Time `json:"expires,omitempty"`
+	// Revoked, once a revocation or a void ended the purchase, is what it took.
+	Revoked *revocation `json:"revoked,omitempty"`
 }
 
 // revoked is the event type a revocation or a voided purchase is stored under.
@@ -44,7 +50,7 @@ func (a *Adapter) Read(ev billing.Event, body []byte) (billing.Reading, error) {
 	case n.TestNotification != nil:
 		return billing.Reading{Ignore: "play test notification"}, nil
 	case n.VoidedPurchaseNotification != nil && dated:
-		return billing.Reading{Subscription: n.VoidedPurchaseNotification.PurchaseToken, Type: revoked, At: at}, nil
+		return billing.Reading{Subscription: n.VoidedPurchaseNotification.PurchaseToken, Type: revoked, At: at, Decoded: p}, nil
 	case n.OneTimeProductNotification != nil:
 		return readProduct(p)
 	case n.SubscriptionNotification == nil:
@@ -94,11 +100,18 @@ func readProduct(p *parsed) (billing.Reading, error) {
 	}, nil
 }
 
-// Order: a read supersedes what is older than it and never a revocation, which is final;
-// a revocation supersedes what is older.
+// Order: a revocation or a void is final for the period it took (revocations.go); else a
+// read supersedes what is older than it, and a revocation supersedes what is older.
 func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order {
+	prev, err := storedState(stored)
+	if err != nil {
+		return billing.Supersedes // Apply reports it
+	}
 	if r.Snapshot {
-		return billing.BySnapshot(r, stored, stored.LastEventType == revoked, func() bool { return false })
+		return billing.BySnapshot(r, stored, prev.Revoked != nil && !prev.Revoked.givenBack(r), func() bool { return false })
+	}
+	if !prev.voidedBy(r) {
+		return billing.Stale // a void of an earlier order: recorded only
 	}
 	if stored.LastEventType == revoked && !r.At.After(stored.LastEventAt) {
 		return billing.Stale
@@ -111,15 +124,17 @@ func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order 
 func (a *Adapter) Apply(r billing.Reading, stored billing.Stored) ([]byte, any, error) {
 	var next state
 	if r.Type == revoked || r.Type == billing.ReplacedEventType {
-		if stored.HasState() {
-			if err := json.Unmarshal([]byte(stored.State), &next); err != nil {
-				return nil, nil, err
-			}
+		prev, err := storedState(stored)
+		if err != nil {
+			return nil, nil, err
 		}
+		next = prev
 		at := r.At
 		next.Status, next.PeriodEnd = billing.StatusRefunded, &at
 		if r.Type == billing.ReplacedEventType {
 			next.Status = billing.StatusExpired // replaced by an upgrade, not refunded
+		} else if prev.Revoked == nil {
+			next.Revoked = &revocation{Order: prev.Order, Expires: prev.paidThrough()}
 		}
 	} else if p := r.Decoded.(*parsed); p.product != nil {
 		next = fromProduct(p.product, p.notification.OneTimeProductNotification.Sku, r.At)
@@ -142,7 +157,7 @@ func fromPurchase(p *androidpublisher.SubscriptionPurchaseV2, at time.Time) (sta
 	for _, item := range p.LineItems {
 		if end, err := time.Parse(time.RFC3339Nano, item.ExpiryTime); err == nil && (s.PeriodEnd == nil || end.After(*s.PeriodEnd)) {
 			end = end.UTC()
-			s.PeriodEnd, s.ProductID = &end, item.ProductId
+			s.PeriodEnd, s.Expires, s.ProductID, s.Order = &end, &end, item.ProductId, item.LatestSuccessfulOrderId
 			s.Amount, s.Currency = recurringPrice(item)
 		}
 		if s.ProductID == "" {
@@ -192,7 +207,7 @@ func recurringPrice(item *androidpublisher.SubscriptionPurchaseLineItem) (int64,
 // product's lasts, or for good without one; consumed (a consumable used up) entitles
 // nothing; cancelled is refunded; pending entitles to nothing yet.
 func fromProduct(p *androidpublisher.ProductPurchase, sku string, at time.Time) state {
-	s := state{ProductID: sku, User: p.ObfuscatedExternalAccountId}
+	s := state{ProductID: sku, User: p.ObfuscatedExternalAccountId, Order: p.OrderId}
 	switch {
 	case p.PurchaseState == 0 && p.ConsumptionState == 1:
 		s.Status, s.PeriodEnd = billing.StatusExpired, &at
@@ -213,12 +228,9 @@ func fromProduct(p *androidpublisher.ProductPurchase, sku string, at time.Time) 
 // Facts: the user is the purchase's obfuscatedExternalAccountId; the product maps through
 // the plans' mobile_products.
 func (a *Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
-	s, _ := stored.Decoded.(*state)
-	if s == nil {
-		s = &state{}
-		if err := json.Unmarshal([]byte(stored.State), s); err != nil {
-			return billing.Facts{}, err
-		}
+	s, err := storedState(stored)
+	if err != nil {
+		return billing.Facts{}, err
 	}
 	f := billing.Facts{
 		UserID: s.User, KeepsUser: true, Unresolved: billing.NewUnresolved("unresolved play customer", "obfuscated_account_id", s.User),

@@ -32,6 +32,7 @@ type notification struct {
 	} `json:"oneTimeProductNotification"`
 	VoidedPurchaseNotification *struct {
 		PurchaseToken string `json:"purchaseToken"`
+		OrderID       string `json:"orderId"`
 	} `json:"voidedPurchaseNotification"`
 	TestNotification *struct{} `json:"testNotification"`
 }
@@ -112,8 +113,12 @@ func decode(body []byte) (*parsed, error) {
 	if err := json.Unmarshal(p.Message.Data, &n); err != nil || len(p.Message.Data) == 0 {
 		return nil, billing.BadJSON(errors.New("the message's data is not a developer notification"))
 	}
-	if err := billing.CheckEventID("messageId", p.Message.MessageID); err != nil {
+	id, field := p.Message.MessageID, "messageId"
+	if v := n.VoidedPurchaseNotification; v != nil && v.OrderID != "" {
+		id, field = voidID(v.OrderID), "orderId" // the void, however it was heard
+	}
+	if err := billing.CheckEventID(field, id); err != nil {
 		return nil, billing.BadEventID(err)
 	}
-	return &parsed{id: p.Message.MessageID, notification: n}, nil
+	return &parsed{id: id, notification: n}, nil
 }

@@ -43,7 +43,10 @@ func NewHistory(d *db.DB, p *pipeline.Pipeline, log *slog.Logger, opts HistoryOp
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	return &History{db: d, pipeline: p, log: log, opts: opts, lease: newLease(d, opts.Provider, opts.Clock, log)}
+	// A lease of its own, apart from the provider's passes: a scheduled pass catches up
+	// first, while it holds the provider's.
+	holds := opts.Provider + " history " + opts.Environment
+	return &History{db: d, pipeline: p, log: log, opts: opts, lease: newLease(d, holds, opts.Clock, log)}
 }
 
 // Environment is the store environment h reads.

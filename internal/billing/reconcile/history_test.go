@@ -91,7 +91,7 @@ func TestHistoryIsReadByOneProcessAtATime(t *testing.T) {
 	if _, err := s.Send(n); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Exec("insert into reconcile_leases (provider, holder, lease_until) values ('appstore', 'another process', $1)", time.Now().Add(time.Hour).UTC()); err != nil {
+	if _, err := d.Exec("insert into reconcile_leases (provider, holder, lease_until) values ('appstore history Production', 'another process', $1)", time.Now().Add(time.Hour).UTC()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := hist.CatchUp(context.Background(), billingtest.Now.Add(-2*time.Hour), pipeline.CatchUpOptions{}); !errors.Is(err, reconcile.ErrBusy) || h.CountEvents() != 0 {

@@ -42,9 +42,13 @@ type Options struct {
 	// backoff on 429).
 	Provider string
 	Read     pipeline.PageReader
-	// Registerer takes tollgate_reconcile_drift_total; nil registers nothing.
+	// Registerer takes tollgate_reconcile_drift_total (one metric, shared by every
+	// provider's Reconciler); nil registers nothing.
 	Registerer prometheus.Registerer
 	Clock      func() time.Time
+	// Before, when set, runs before each scheduled pass (Run): a store's history caught up
+	// on, say, so that the pass finds what it applied. It logs its own failures.
+	Before func(ctx context.Context)
 }
 
 // Reconciler runs passes over one provider.
@@ -67,9 +71,22 @@ func New(d *db.DB, p *pipeline.Pipeline, log *slog.Logger, opts Options) *Reconc
 		Help: "Subscriptions whose state at the provider differed from tollgate's when reconciled, by provider.",
 	}, []string{"provider"})
 	if opts.Registerer != nil {
-		opts.Registerer.MustRegister(drift)
+		drift = register(opts.Registerer, drift)
 	}
 	return &Reconciler{db: d, pipeline: p, log: log, opts: opts, lease: newLease(d, opts.Provider, opts.Clock, log), drift: drift.WithLabelValues(opts.Provider)}
+}
+
+// register registers drift, or finds the one another provider's Reconciler registered.
+func register(reg prometheus.Registerer, drift *prometheus.CounterVec) *prometheus.CounterVec {
+	err := reg.Register(drift)
+	var already prometheus.AlreadyRegisteredError
+	switch {
+	case err == nil:
+		return drift
+	case errors.As(err, &already):
+		return already.ExistingCollector.(*prometheus.CounterVec)
+	}
+	panic(err) // a metric of that name but another shape: a programming error, as MustRegister says
 }
 
 // Result is what one pass did.

@@ -83,6 +83,9 @@ func (r *Reconciler) passIfDue(ctx context.Context, interval time.Duration) (ran
 	if wait, err := r.untilDue(ctx, interval); err != nil || wait > 0 {
 		return false, err
 	}
+	if r.opts.Before != nil {
+		r.opts.Before(ctx)
+	}
 	res, err := r.pass(ctx, false)
 	if err == nil {
 		r.log.Info("reconcile: pass done", "provider", r.opts.Provider, "checked", res.Checked, "drifted", res.Drifted,

@@ -129,6 +129,59 @@ func (q *Queries) ListReconcileRuns(ctx context.Context, max int32) ([]Reconcile
 	return items, nil
 }
 
+const listStoreSubscriptions = `-- name: ListStoreSubscriptions :many
+select ps.provider_subscription_id, ps.state
+from provider_subscriptions ps
+left join subscriptions s on s.provider_subscription_id = ps.id
+where ps.provider = $1 and ps.provider_subscription_id > $2
+  and (s.current_period_end is null or s.current_period_end >= $3)
+order by ps.provider_subscription_id
+limit $4
+`
+
+type ListStoreSubscriptionsParams struct {
+	Provider string
+	After    string
+	Since    sql.NullTime
+	Max      int32
+}
+
+type ListStoreSubscriptionsRow struct {
+	ProviderSubscriptionID string
+	State                  string
+}
+
+// A provider's subscriptions after a cursor, by id, with their stored state, except those
+// whose canonical row says they ended before since (nothing is left to repair, and a
+// store stops answering for them); one without a canonical row (unresolved) is read too.
+func (q *Queries) ListStoreSubscriptions(ctx context.Context, arg ListStoreSubscriptionsParams) ([]ListStoreSubscriptionsRow, error) {
+	rows, err := q.db.QueryContext(ctx, listStoreSubscriptions,
+		arg.Provider,
+		arg.After,
+		arg.Since,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListStoreSubscriptionsRow
+	for rows.Next() {
+		var i ListStoreSubscriptionsRow
+		if err := rows.Scan(&i.ProviderSubscriptionID, &i.State); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const recordReconcileProgress = `-- name: RecordReconcileProgress :exec
 update reconcile_runs
 set checked = $1, drifted = $2, repaired = $3,

@@ -49,3 +49,15 @@ on conflict (provider, environment) do update set complete_until = excluded.comp
 -- name: EarliestProviderEvent :one
 -- When the provider's earliest stored event was received; no row when none is stored.
 select received_at from provider_events where provider = sqlc.arg(provider) order by received_at limit 1;
+
+-- name: ListStoreSubscriptions :many
+-- A provider's subscriptions after a cursor, by id, with their stored state, except those
+-- whose canonical row says they ended before since (nothing is left to repair, and a
+-- store stops answering for them); one without a canonical row (unresolved) is read too.
+select ps.provider_subscription_id, ps.state
+from provider_subscriptions ps
+left join subscriptions s on s.provider_subscription_id = ps.id
+where ps.provider = sqlc.arg(provider) and ps.provider_subscription_id > sqlc.arg(after)
+  and (s.current_period_end is null or s.current_period_end >= sqlc.arg(since))
+order by ps.provider_subscription_id
+limit sqlc.arg(max);

@@ -81,25 +81,43 @@ func (a *API) AddHistory(signedPayload string) {
 	a.history = append(a.history, signedPayload)
 }
 
-// SetStatus makes t (signed at signed) and its renewal what Get All Subscription Statuses
-// answers for its original transaction, with Apple's status code (1 active … 5 revoked).
-func (a *API) SetStatus(t Transaction, code int, signed time.Time, autoRenew bool) error {
-	tx, err := a.Chain.SignTransaction(t, signed, a.Environment)
+// Status is what Get All Subscription Statuses answers for one original transaction:
+// Apple's status code (1 active … 5 revoked), its latest transaction and renewal
+// information, signed at Signed.
+type Status struct {
+	Transaction Transaction
+	Code        int
+	Signed      time.Time
+	// AutoRenew is the renewal information's autoRenewStatus; GraceUntil, when set, its
+	// gracePeriodExpiresDate.
+	AutoRenew  bool
+	GraceUntil time.Time
+}
+
+// SetStatus makes s what Get All Subscription Statuses answers for its original
+// transaction.
+func (a *API) SetStatus(s Status) error {
+	t := s.Transaction
+	tx, err := a.Chain.SignTransaction(t, s.Signed, a.Environment)
 	if err != nil {
 		return err
 	}
 	renew := 0
-	if autoRenew {
+	if s.AutoRenew {
 		renew = 1
 	}
-	renewal, err := a.Chain.Sign(map[string]any{"originalTransactionId": t.OriginalTransactionID, "autoRenewProductId": t.ProductID,
-		"productId": t.ProductID, "autoRenewStatus": renew, "environment": a.Environment, "signedDate": signed.UnixMilli()})
+	info := map[string]any{"originalTransactionId": t.OriginalTransactionID, "autoRenewProductId": t.ProductID,
+		"productId": t.ProductID, "autoRenewStatus": renew, "environment": a.Environment, "signedDate": s.Signed.UnixMilli()}
+	if !s.GraceUntil.IsZero() {
+		info["gracePeriodExpiresDate"] = s.GraceUntil.UnixMilli()
+	}
+	renewal, err := a.Chain.Sign(info)
 	if err != nil {
 		return err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.statuses[t.OriginalTransactionID] = status{code: code, transaction: tx, renewal: renewal}
+	a.statuses[t.OriginalTransactionID] = status{code: s.Code, transaction: tx, renewal: renewal}
 	return nil
 }
 

@@ -20,6 +20,8 @@ type Transaction struct {
 	Currency              string
 	// Type is Apple's transaction type; empty: "Auto-Renewable Subscription".
 	Type string
+	// Revoked, when set, is the revocationDate: Apple refunded or revoked it then.
+	Revoked time.Time
 }
 
 // Notification is an App Store Server Notification V2 to sign.
@@ -93,6 +95,9 @@ func (c *Chain) SignTransaction(t Transaction, signed time.Time, environment str
 	}
 	if t.Price > 0 {
 		tx["price"], tx["currency"] = t.Price, t.Currency
+	}
+	if !t.Revoked.IsZero() {
+		tx["revocationDate"] = t.Revoked.UnixMilli()
 	}
 	return c.Sign(tx)
 }

@@ -1,7 +1,7 @@
 // Package playdev stands in for the parts of Google that Google Play's notifications
 // involve, so that Google Play can be tried with no Google account: the keys of Pub/Sub
 // push tokens, the OAuth token endpoint a service account signs in at, and the Google Play
-// Developer API's subscriptionsv2.get, products.get and acknowledge. A local caller fills
+// Developer API's subscriptionsv2.get, products.get, acknowledge and voidedpurchases.list. A local caller fills
 // it with a purchase (POST /purchases) and gets back the push token Pub/Sub would send.
 //
 // tollgate serves it in development only, on a loopback address, under /_dev/play; the
@@ -45,6 +45,9 @@ type Google struct {
 	products  map[string]*androidpublisher.ProductPurchase
 	acks      map[string]int
 	down      bool
+	// voided are the voided purchases listed, voidedReads how many times they were.
+	voided      []*androidpublisher.VoidedPurchase
+	voidedReads int
 	// keysHeld, while not nil, holds every request for the push keys until it is closed;
 	// keyRequests counts those requests; keysDown makes them fail (outage tests).
 	keysHeld    chan struct{}
@@ -72,6 +75,7 @@ func (g *Google) Handler() http.Handler {
 	mux.HandleFunc("POST /androidpublisher/v3/applications/{pkg}/purchases/subscriptions/{sub}/tokens/{action}", g.acknowledge)
 	mux.HandleFunc("GET /androidpublisher/v3/applications/{pkg}/purchases/products/{sku}/tokens/{token}", g.product)
 	mux.HandleFunc("POST /androidpublisher/v3/applications/{pkg}/purchases/products/{sku}/tokens/{action}", g.acknowledge)
+	mux.HandleFunc("GET /androidpublisher/v3/applications/{pkg}/purchases/voidedpurchases", g.voidedPurchases)
 	return mux
 }
 

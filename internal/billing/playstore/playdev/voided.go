@@ -1,0 +1,63 @@
+package playdev
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"google.golang.org/api/androidpublisher/v3"
+)
+
+// Void records a voided purchase, as purchases.voidedpurchases.list will list it.
+func (g *Google) Void(v androidpublisher.VoidedPurchase) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.voided = append(g.voided, &v)
+}
+
+// VoidedReads is how many times the voided purchases were listed.
+func (g *Google) VoidedReads() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.voidedReads
+}
+
+// voidedPage is how many voided purchases one page holds (Google's default is 1000; a
+// small page makes paging happen in tests).
+const voidedPage = 2
+
+// voidedPurchases is purchases.voidedpurchases.list: the purchases voided between
+// startTime and endTime (milliseconds), by voidedTimeMillis, paged by token.
+func (g *Google) voidedPurchases(w http.ResponseWriter, r *http.Request) {
+	if !g.authorized(w, r) {
+		return
+	}
+	q := r.URL.Query()
+	start, _ := strconv.ParseInt(q.Get("startTime"), 10, 64)
+	end, err := strconv.ParseInt(q.Get("endTime"), 10, 64)
+	if err != nil {
+		end = 1 << 62
+	}
+	from, _ := strconv.Atoi(q.Get("token"))
+	g.mu.Lock()
+	g.voidedReads++
+	var in []*androidpublisher.VoidedPurchase
+	for _, v := range g.voided {
+		if v.VoidedTimeMillis >= start && v.VoidedTimeMillis <= end {
+			in = append(in, v)
+		}
+	}
+	g.mu.Unlock()
+	slices.SortStableFunc(in, func(a, b *androidpublisher.VoidedPurchase) int { return int(a.VoidedTimeMillis - b.VoidedTimeMillis) })
+	list := androidpublisher.VoidedPurchasesListResponse{}
+	if from < len(in) {
+		to := min(from+voidedPage, len(in))
+		list.VoidedPurchases = in[from:to]
+		if to < len(in) {
+			list.TokenPagination = &androidpublisher.TokenPagination{NextPageToken: strconv.Itoa(to)}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(list)
+}

@@ -1,0 +1,52 @@
+package reconcile
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/billing/pipeline"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbq"
+)
+
+// A store (the App Store, Google Play) lists no subscriptions: a pass reads, one by one,
+// those tollgate knows, from its own rows.
+
+// StoreReader reads one subscription from its store's API, given its id and its stored
+// state: the JSON its adapter's ReadSnapshot reads, or nil to leave it out (a purchase that
+// API does not answer for, as a one-time product).
+type StoreReader func(ctx context.Context, id string, state []byte) (json.RawMessage, error)
+
+// storePage is how many known subscriptions one page reads.
+const storePage = 20
+
+// StoreEnded is how long after a subscription ended a pass still reads it: a refund, or a
+// late renewal, can still come to light that long after.
+const StoreEnded = 60 * 24 * time.Hour
+
+// KnownSubscriptions reads the subscriptions of provider that tollgate knows and that did
+// not end more than StoreEnded ago, in pages by id (the cursor), each through read.
+func KnownSubscriptions(d *db.DB, provider string, clock func() time.Time, read StoreReader) pipeline.PageReader {
+	return func(ctx context.Context, after string) (pipeline.Page, error) {
+		rows, err := dbq.New(d).ListStoreSubscriptions(ctx, dbq.ListStoreSubscriptionsParams{
+			Provider: provider, After: after, Since: sql.NullTime{Time: clock().Add(-StoreEnded).UTC(), Valid: true}, Max: storePage,
+		})
+		if err != nil {
+			return pipeline.Page{}, err
+		}
+		page := pipeline.Page{HasMore: len(rows) == storePage}
+		for _, row := range rows {
+			raw, err := read(ctx, row.ProviderSubscriptionID, []byte(row.State))
+			if err != nil {
+				return pipeline.Page{}, err
+			}
+			if raw != nil {
+				page.Subscriptions = append(page.Subscriptions, raw)
+			}
+			page.LastID = row.ProviderSubscriptionID
+		}
+		return page, nil
+	}
+}
