@@ -152,7 +152,7 @@ func TestReconcileRepairsDrift(t *testing.T) {
 		if f.status(t, "sub_lost") != "active" || f.status(t, "sub_newer_webhook") != "expired" {
 			t.Fatalf("after the pass: lost %s, newer webhook %s", f.status(t, "sub_lost"), f.status(t, "sub_newer_webhook"))
 		}
-		if got := driftTotal(t, f.registry); got != 1 {
+		if got := driftTotal(t, f.registry, billing.ProviderWeb); got != 1 {
 			t.Fatalf("tollgate_reconcile_drift_total %v", got)
 		}
 		var drift string
@@ -167,14 +167,19 @@ func TestReconcileRepairsDrift(t *testing.T) {
 	})
 }
 
-// driftTotal is tollgate_reconcile_drift_total as the registry gathers it.
-func driftTotal(t *testing.T, reg *prometheus.Registry) float64 {
+// driftTotal is tollgate_reconcile_drift_total{provider} as the registry gathers it.
+func driftTotal(t *testing.T, reg *prometheus.Registry, provider string) float64 {
 	t.Helper()
 	families, err := reg.Gather()
 	if err != nil || len(families) != 1 || families[0].GetName() != "tollgate_reconcile_drift_total" {
 		t.Fatalf("metrics %v %v", families, err)
 	}
-	return families[0].GetMetric()[0].GetCounter().GetValue()
+	for _, m := range families[0].GetMetric() {
+		if m.GetLabel()[0].GetValue() == provider {
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
 }
 
 // Two processes on one database never reconcile at once: the second finds the lease
