@@ -22,6 +22,12 @@ const (
 
 // WithPlayStore adds Google Play, reaching Google's stand-in g.
 func WithPlayStore(t testing.TB, g *playstoretest.Google) Option {
+	return WithAdapters(PlayAdapter(t, g))
+}
+
+// PlayAdapter is Google Play's adapter, reaching Google's stand-in g.
+func PlayAdapter(t testing.TB, g *playstoretest.Google) *playstore.Adapter {
+	t.Helper()
 	a, err := playstore.New(context.Background(), playstore.Config{
 		PackageName: Bundle, PushAudience: PlayAudience, PushServiceAccount: PlayPusher, PushJWKSURL: g.JWKSURL(),
 		ServiceAccountJSON: g.ServiceAccountJSON(), APIBase: g.URL + "/",
@@ -29,7 +35,7 @@ func WithPlayStore(t testing.TB, g *playstoretest.Google) Option {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return WithAdapters(a)
+	return a
 }
 
 // PushClaims are a valid push token's claims at Now.
@@ -60,4 +66,11 @@ func PlayPurchase(state, user string, expiry time.Time, ack string) *androidpubl
 		ExternalAccountIdentifiers: &androidpublisher.ExternalAccountIdentifiers{ObfuscatedExternalAccountId: user},
 		LineItems:                  []*androidpublisher.SubscriptionPurchaseLineItem{{ProductId: "com.example.app.pro.monthly", ExpiryTime: expiry.Format(time.RFC3339)}},
 	}
+}
+
+// PlayOrder is PlayPurchase paid by order (the line item's latestSuccessfulOrderId).
+func PlayOrder(state, user string, expiry time.Time, order string) *androidpublisher.SubscriptionPurchaseV2 {
+	p := PlayPurchase(state, user, expiry, "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
+	p.LineItems[0].LatestSuccessfulOrderId = order
+	return p
 }
