@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,25 +24,32 @@ func cmdReconcile(fs *flag.FlagSet) command {
 	var dryRun bool
 	var provider, since string
 	fs.BoolVar(&dryRun, "dry-run", false, "report the drift and repair nothing")
-	fs.StringVar(&provider, "provider", "", "only this provider: web or appstore (default: every one whose API settings are set)")
-	fs.StringVar(&since, "since", "", "appstore: read Apple's notification history from this long ago (30d, 12h), not from where the last read ended")
+	fs.StringVar(&provider, "provider", "", "only this provider: web, appstore or playstore (default: every one whose API settings are set)")
+	fs.StringVar(&since, "since", "", "read the stores' histories from this long ago (30d, 12h), not from where the last read ended")
 	return command{
 		help: `Runs one reconcile pass by hand, as serve does every RECONCILE_INTERVAL, for each provider
 whose API settings are set (or the one --provider names):
 
-  web       reads every subscription of the web provider's account (WEB_API_KEY), any
-            status, and repairs what differs from tollgate's state (drift). A newer stored
-            webhook always wins. Each drifted subscription, before → after, is logged and
-            shown by "tollgate reconcile status". Only one process reconciles at a time:
-            while another does, this says so and exits 1. A pass cut short (SIGINT,
-            SIGTERM) is recorded as interrupted and exits 1; the next resumes where it stopped.
-  appstore  reads Apple's notification history (APPSTORE_KEY_ID, APPSTORE_ISSUER_ID,
-            APPSTORE_PRIVATE_KEY_FILE) from ten minutes before the end of the last complete
-            read, or --since ago, and applies every notification tollgate has not stored, as
-            if delivered, in the order Apple signed them. --dry-run lists them and applies
-            nothing.`,
+  web        reads every subscription of the web provider's account (WEB_API_KEY), any
+             status, and repairs what differs from tollgate's state (drift). A newer stored
+             webhook always wins.
+  appstore   reads Apple's notification history (APPSTORE_KEY_ID, APPSTORE_ISSUER_ID,
+             APPSTORE_PRIVATE_KEY_FILE) from ten minutes before the end of the last complete
+             read, or --since ago, and applies every notification tollgate has not stored,
+             as if delivered, in the order Apple signed them; then reads the status of each
+             App Store subscription tollgate knows and repairs drift.
+  playstore  reads Google Play's voided purchases (PLAY_SERVICE_ACCOUNT_JSON) from where the
+             last read ended, or --since ago (30 days back at most: all Google keeps), and
+             applies each void tollgate has not stored; then reads each Google Play
+             subscription tollgate knows (subscriptionsv2) and repairs drift.
+
+Each drifted subscription, before → after, is logged and shown by "tollgate reconcile
+status". --dry-run lists what would be applied and repaired, and applies nothing. Only one
+process reconciles a provider at a time: while another does, this says so and exits 1. A
+pass cut short (SIGINT, SIGTERM) is recorded as interrupted and exits 1; the next resumes
+where it stopped.`,
 		run: func(ctx context.Context, e env) error {
-			web, appStore, err := reconcileProviders(e, provider)
+			web, stores, err := reconcileProviders(e, provider)
 			if err != nil {
 				return err
 			}
@@ -65,8 +73,16 @@ whose API settings are set (or the one --provider names):
 					return err
 				}
 			}
-			if appStore {
-				return catchUpAppStore(ctx, e, d, b, back, dryRun)
+			syncs, err := storeSyncs(d, e, b, nil)
+			if err != nil {
+				return err
+			}
+			for _, s := range syncs {
+				if slices.Contains(stores, s.provider) {
+					if err := s.byHand(ctx, e, back, dryRun); err != nil {
+						return err
+					}
+				}
 			}
 			return nil
 		},
@@ -74,27 +90,38 @@ whose API settings are set (or the one --provider names):
 }
 
 // reconcileProviders are the providers a reconcile pass by hand reads: the one named, or
-// every one whose API settings are set.
-func reconcileProviders(e env, named string) (web, appStore bool, err error) {
-	webOn, appStoreOn := e.cfg.WebAPIKey != "", e.cfg.AppStore.APIOn()
+// every one whose API settings are set — web, and the stores.
+func reconcileProviders(e env, named string) (web bool, stores []string, err error) {
+	on := map[string]bool{
+		billing.ProviderWeb: e.cfg.WebAPIKey != "", billing.ProviderAppStore: e.cfg.AppStore.APIOn(),
+		billing.ProviderPlayStore: e.cfg.PlayStore.PackageName != "" || e.cfg.PlayStore.Dev,
+	}
+	need := map[string]string{
+		billing.ProviderWeb:       "WEB_API_KEY: is required to read the web provider's subscriptions (a secret key, or a restricted key with Subscriptions: Read)",
+		billing.ProviderAppStore:  "APPSTORE_KEY_ID, APPSTORE_ISSUER_ID and APPSTORE_PRIVATE_KEY_FILE (with APPSTORE_BUNDLE_ID): are required to read the App Store Server API",
+		billing.ProviderPlayStore: "PLAY_PACKAGE_NAME and PLAY_SERVICE_ACCOUNT_JSON: are required to read the Google Play Developer API",
+	}
 	switch named {
 	case "":
-		if !webOn && !appStoreOn {
-			return false, false, errors.New("no provider's API is configured: set WEB_API_KEY for the web provider, or APPSTORE_KEY_ID, APPSTORE_ISSUER_ID and APPSTORE_PRIVATE_KEY_FILE (with APPSTORE_BUNDLE_ID) for the App Store")
+		for _, p := range []string{billing.ProviderAppStore, billing.ProviderPlayStore} {
+			if on[p] {
+				stores = append(stores, p)
+			}
 		}
-		return webOn, appStoreOn, nil
-	case billing.ProviderWeb:
-		if !webOn {
-			return false, false, errors.New("WEB_API_KEY: is required to read the web provider's subscriptions (a secret key, or a restricted key with Subscriptions: Read)")
+		if !on[billing.ProviderWeb] && len(stores) == 0 {
+			return false, nil, errors.New("no provider's API is configured: set WEB_API_KEY for the web provider, APPSTORE_KEY_ID, APPSTORE_ISSUER_ID and APPSTORE_PRIVATE_KEY_FILE (with APPSTORE_BUNDLE_ID) for the App Store, or PLAY_PACKAGE_NAME and PLAY_SERVICE_ACCOUNT_JSON for Google Play")
 		}
-		return true, false, nil
-	case billing.ProviderAppStore:
-		if !appStoreOn {
-			return false, false, errors.New("APPSTORE_KEY_ID, APPSTORE_ISSUER_ID and APPSTORE_PRIVATE_KEY_FILE (with APPSTORE_BUNDLE_ID): are required to read Apple's notification history")
+		return on[billing.ProviderWeb], stores, nil
+	case billing.ProviderWeb, billing.ProviderAppStore, billing.ProviderPlayStore:
+		if !on[named] {
+			return false, nil, errors.New(need[named])
 		}
-		return false, true, nil
+		if named == billing.ProviderWeb {
+			return true, nil, nil
+		}
+		return false, []string{named}, nil
 	}
-	return false, false, fmt.Errorf("--provider: want web or appstore, got %q", named)
+	return false, nil, fmt.Errorf("--provider: want web, appstore or playstore, got %q", named)
 }
 
 // reconcileWeb is one pass over the web provider's subscriptions.
@@ -103,30 +130,32 @@ func reconcileWeb(ctx context.Context, e env, d *db.DB, b *billingParts, dryRun 
 	if errors.Is(err, reconcile.ErrBusy) {
 		return errors.New("another process is reconciling the web provider now; try again when it is done")
 	}
+	return passDone(e, billing.ProviderWeb, res, err, dryRun)
+}
+
+// passDone prints a pass's summary line and words its failure.
+func passDone(e env, provider string, res reconcile.Result, err error, dryRun bool) error {
 	verb := "repaired"
 	if dryRun {
 		verb = "would repair"
 	}
-	fmt.Fprintf(e.stdout, "reconcile web: %d checked, %d drifted (%s %d), %d unresolved\n", res.Checked, res.Drifted, verb, res.Drifted, res.Unresolved)
+	fmt.Fprintf(e.stdout, "reconcile %s: %d checked, %d drifted (%s %d), %d unresolved\n", provider, res.Checked, res.Drifted, verb, res.Drifted, res.Unresolved)
 	if errors.Is(err, reconcile.ErrInterrupted) {
 		return errors.New("interrupted: the pass stopped after the subscriptions counted above; the next pass resumes where it stopped")
 	}
 	return err
 }
 
-// catchUpAppStore reads Apple's notification history of each environment and applies what
-// tollgate missed, listing each notification it applies (or would).
-func catchUpAppStore(ctx context.Context, e env, d *db.DB, b *billingParts, back time.Duration, dryRun bool) error {
-	histories, err := storeHistories(d, e, b)
-	if err != nil {
-		return err
-	}
+// byHand catches up on each of the store's histories, listing each item it applies (or
+// would), then runs a pass over the store's subscriptions.
+func (s *storeSync) byHand(ctx context.Context, e env, back time.Duration, dryRun bool) error {
 	var since time.Time
 	if back > 0 {
 		since = time.Now().Add(-back)
 	}
-	for _, h := range histories {
-		line := newCatchUpLine(e.stderr, "appstore "+h.Environment())
+	for _, h := range s.histories {
+		label := s.provider + " " + h.Environment()
+		line := newCatchUpLine(e.stderr, label)
 		sum, err := h.CatchUp(ctx, since, pipeline.CatchUpOptions{DryRun: dryRun, Progress: line.update, Report: func(id, outcome string) {
 			if outcome != billing.OutcomeDuplicate {
 				fmt.Fprintf(e.stdout, "%s %s\n", id, outcome)
@@ -134,19 +163,23 @@ func catchUpAppStore(ctx context.Context, e env, d *db.DB, b *billingParts, back
 		}})
 		line.done()
 		if errors.Is(err, reconcile.ErrBusy) {
-			return errors.New("another process is reading the App Store's history now; try again when it is done")
+			return fmt.Errorf("another process is reading the %s history now; try again when it is done", label)
 		}
 		if err != nil {
-			return fmt.Errorf("App Store %s: %w", h.Environment(), err)
+			return fmt.Errorf("%s: %w", label, err)
 		}
 		verb := "applied"
 		if dryRun {
 			verb = "would apply"
 		}
-		fmt.Fprintf(e.stdout, "reconcile appstore %s: %d pages, %d notifications read, %s %d, %d already stored, %d refused\n",
-			h.Environment(), sum.Pages, sum.Read, verb, sum.Applied, sum.Stored, sum.Refused)
+		fmt.Fprintf(e.stdout, "reconcile %s: %d pages, %d %s read, %s %d, %d already stored, %d refused\n",
+			label, sum.Pages, sum.Read, s.noun, verb, sum.Applied, sum.Stored, sum.Refused)
 	}
-	return nil
+	res, err := s.reconciler.Pass(ctx, dryRun)
+	if errors.Is(err, reconcile.ErrBusy) {
+		return fmt.Errorf("another process is reconciling %s now; try again when it is done", s.provider)
+	}
+	return passDone(e, s.provider, res, err, dryRun)
 }
 
 func cmdReconcileStatus(fs *flag.FlagSet) command {

@@ -102,10 +102,17 @@ func (s *Server) providersOn() string {
 	return strings.Join(on, ",")
 }
 
-// reconcileSetting says how often the server reconciles, or off.
+// reconcileSetting says which providers the server reconciles and how often, or off.
 func (s *Server) reconcileSetting() string {
-	if s.reconciler == nil {
+	var on []string
+	if s.reconciler != nil {
+		on = append(on, billing.ProviderWeb)
+	}
+	for _, store := range s.stores {
+		on = append(on, store.provider)
+	}
+	if len(on) == 0 || s.cfg.Reconcile.Interval <= 0 {
 		return "off"
 	}
-	return "every " + s.cfg.Reconcile.Interval.String()
+	return strings.Join(on, ",") + " every " + s.cfg.Reconcile.Interval.String()
 }

@@ -28,7 +28,7 @@ func TestServeStartUpLines(t *testing.T) {
 		{"production billing only, with reconciliation and outbound webhooks", billingOnlyProduction(map[string]string{
 			"LOG_FORMAT": "text", "WEB_API_KEY": "sk_test_unused", "WEB_API_BASE": "http://127.0.0.1:1", "RECONCILE_INTERVAL": "6h", "OUTBOUND_WEBHOOK_URL": "https://backend.example.test/hook",
 			"OUTBOUND_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "APPSTORE_BUNDLE_ID": "com.example.app",
-		}), []string{`providers=web,mobile,appstore console=off reconcile="every 6h0m0s" outbound_webhooks=on`}, []string{"development stand-in"}},
+		}), []string{`providers=web,mobile,appstore console=off reconcile="web every 6h0m0s" outbound_webhooks=on`}, []string{"development stand-in"}},
 		{"test without an identity service", nil, []string{"level=WARN msg=\"no AUTH_URL: the sign-in forms and /api/v1 cannot work"},
 			[]string{"development identity service"}},
 		{"a plan no price reaches", map[string]string{"PLANS_FILE": unpriced, "AUTH_URL": "http://127.0.0.1:1"}, []string{

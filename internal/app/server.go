@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -47,9 +48,9 @@ type Server struct {
 	// reconciler keeps billing in step with the web provider's API; nil unless
 	// RECONCILE_INTERVAL and WEB_API_KEY are set.
 	reconciler *reconcile.Reconciler
-	// histories catch up on the App Store notifications missed, from Apple's history; none
-	// unless the App Store Server API's key is set.
-	histories []*reconcile.History
+	// stores read the App Store's and Google Play's own APIs, each where its API settings
+	// are set: what they sent that tollgate missed, and the state of what it knows.
+	stores []*storeSync
 	// console is the operator console; nil unless ADMIN_EMAILS is set (with the forms).
 	console  *console.Console
 	registry *prometheus.Registry
@@ -141,7 +142,7 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	if _, web := s.billing.pipeline.Adapter(billing.ProviderWeb); web && e.cfg.Reconcile.Interval > 0 && e.cfg.WebAPIKey != "" {
 		s.reconciler = newReconciler(d, e, s.billing, registry)
 	}
-	if s.histories, err = storeHistories(d, e, s.billing); err != nil {
+	if s.stores, err = storeSyncs(d, e, s.billing, registry); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -295,14 +296,14 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	reconciling := make(chan struct{})
 	go func() {
 		defer close(reconciling)
+		var each sync.WaitGroup // each provider on its own schedule and lease
 		if s.reconciler != nil {
-			s.reconciler.Run(ctx, s.cfg.Reconcile.Interval)
+			each.Go(func() { s.reconciler.Run(ctx, s.cfg.Reconcile.Interval) })
 		}
-	}()
-	catchingUp := make(chan struct{})
-	go func() {
-		defer close(catchingUp)
-		catchUp(ctx, s.env, s.histories, s.cfg.Reconcile.Interval)
+		for _, store := range s.stores {
+			each.Go(func() { store.run(ctx, s.env, s.cfg.Reconcile.Interval) })
+		}
+		each.Wait()
 	}()
 	go s.billing.reader.ListenForChanges(ctx)
 	delivering := make(chan struct{})
@@ -354,7 +355,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	}
 	// Attempts in flight finish, so their outcome is recorded rather than left to the lease;
 	// a reconcile pass winds down, records itself as interrupted and releases its lease.
-	for _, done := range []chan struct{}{delivering, reconciling, catchingUp} {
+	for _, done := range []chan struct{}{delivering, reconciling} {
 		select {
 		case <-done:
 		case <-shutdownCtx.Done():

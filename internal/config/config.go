@@ -109,7 +109,7 @@ type Config struct {
 	API   bool
 	// Batching groups webhooks' events into transactions (INGEST_BATCH_*).
 	Batching Batching
-	// Reconcile keeps billing in step with the web provider's API (RECONCILE_*).
+	// Reconcile keeps billing in step with the providers' APIs (RECONCILE_*).
 	Reconcile Reconcile
 	// AdminEmails (ADMIN_EMAILS) are the operators whom the console at /admin lets in,
 	// lower-cased; none (or FORMS=off) turns it off.

@@ -5,13 +5,16 @@ import (
 	"time"
 )
 
-// Reconcile is how serve keeps billing in step with the web provider's API.
+// Reconcile is how serve keeps billing in step with the providers' own APIs.
 type Reconcile struct {
-	// Interval (RECONCILE_INTERVAL) is how often a pass runs inside serve; zero (unset, or
-	// 0) is off, and so is any value without WEB_API_KEY. Any interval of a second or more
-	// works (Pace bounds the provider's load); under a minute is unusual and warned about.
+	// Interval (RECONCILE_INTERVAL) is how often a pass over each provider runs inside
+	// serve; zero (unset, or 0) is off. A provider is reconciled when its own API settings
+	// are set (WEB_API_KEY; the App Store's key; Google Play's service account), none
+	// needing another. Any interval of a second or more works (Pace bounds the provider's
+	// load); under a minute is unusual and warned about.
 	Interval time.Duration
-	// Pace (RECONCILE_PACE) is at most how many requests a second a pass sends.
+	// Pace (RECONCILE_PACE) is at most how many requests a second a pass sends; a store's
+	// own limit caps it.
 	Pace int
 }
 

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,12 +12,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
+	"github.com/tollgate/tollgate/internal/billing/playstore/playstoretest"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"google.golang.org/api/androidpublisher/v3"
 )
 
 const historyUser = "00000000-0000-4000-8000-000000000d01"
+
+// historyExpires is when the period of historyUser's subscription ends: one period, which
+// its renewal and refund both name.
+var historyExpires = time.Now().Add(30 * 24 * time.Hour)
 
 // appStoreAPIEnv is a test environment hearing the App Store, with the stand-in for its
 // server API on a loopback port and its key in a .p8 file.
@@ -51,7 +61,7 @@ func notify(t *testing.T, s *appstoredev.API, id, typ string, ago time.Duration)
 	now := time.Now()
 	body, err := s.Send(appstoredev.Notification{UUID: id, Type: typ, BundleID: "com.example.app", Signed: now.Add(-ago),
 		Transaction: &appstoredev.Transaction{OriginalTransactionID: "7000001", TransactionID: "7000001-" + id, BundleID: "com.example.app",
-			ProductID: "com.example.app.pro.monthly", AppAccountToken: historyUser, Expires: now.Add(30 * 24 * time.Hour)}})
+			ProductID: "com.example.app.pro.monthly", AppAccountToken: historyUser, Expires: historyExpires}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +121,14 @@ func TestServeCatchesUpOnMissedAppStoreNotifications(t *testing.T) {
 
 	notify(t, s, "away-3", "REFUND", time.Minute) // Apple's history holds them in the order sent,
 	notify(t, s, "away-2", "DID_RENEW", 2*time.Minute)
+	// Apple's status agrees with the history: the pass after the catch-up finds no drift.
+	err = s.SetStatus(appstoredev.Status{Code: appstore.StatusRevoked, Signed: time.Now(), Transaction: appstoredev.Transaction{
+		OriginalTransactionID: "7000001", TransactionID: "7000001-away-3", BundleID: "com.example.app", ProductID: "com.example.app.pro.monthly",
+		AppAccountToken: historyUser, Expires: historyExpires, Revoked: time.Now().Add(-time.Minute)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env["RECONCILE_INTERVAL"] = "1h"
 	second := startProcess(t, bin, env)
 	waitHealthy(t, bin, second)
 	d := dbtest.Open(t, env["DATABASE_URL"])
@@ -134,6 +152,11 @@ func TestServeCatchesUpOnMissedAppStoreNotifications(t *testing.T) {
 	if got := strings.Join(outcomes, ", "); got != "away-1 active, away-2 active, away-3 refunded" {
 		t.Fatalf("events after the restart: %s (the renewal applied before the refund, the first stored once)", got)
 	}
+	waitFor(t, func() bool {
+		var checked, drifted int
+		err := d.QueryRow("select checked, drifted from reconcile_runs where provider = 'appstore' and finished_at is not null").Scan(&checked, &drifted)
+		return err == nil && checked == 1 && drifted == 0
+	})
 }
 
 // TestCatchUpProgress: a catch-up by hand shows the pages read, then the notifications done
@@ -153,5 +176,63 @@ func TestCatchUpProgress(t *testing.T) {
 	}
 	if !strings.HasSuffix(got, "\n") {
 		t.Errorf("the redrawn line is not ended: %q", got)
+	}
+}
+
+// TestReconcilePlayStoreByHand: "reconcile --provider playstore" reads Google Play's
+// voided purchases and applies the void of a purchase whose push was lost (--dry-run
+// lists it and applies nothing), then reads each subscription; run again, it changes
+// nothing.
+func TestReconcilePlayStoreByHand(t *testing.T) {
+	t.Parallel()
+	g := playstoretest.Start(t)
+	key := filepath.Join(t.TempDir(), "play.json")
+	if err := os.WriteFile(key, g.ServiceAccountJSON(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const audience, pusher = "https://billing.example.test/billing/webhooks/playstore", "push@example.iam.gserviceaccount.com"
+	env := testEnv(t, map[string]string{"PLAY_PACKAGE_NAME": "com.example.app", "PLAY_PUSH_AUDIENCE": audience,
+		"PLAY_PUSH_SERVICE_ACCOUNT": pusher, "PLAY_PUSH_JWKS_URL": g.JWKSURL(), "PLAY_SERVICE_ACCOUNT_JSON": key, "PLAY_API_BASE": g.URL + "/"})
+	ctx := context.Background()
+	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
+		t.Fatalf("plans sync: %s", errOut)
+	}
+	now := time.Now()
+	purchase := billingtest.PlayOrder("SUBSCRIPTION_STATE_ACTIVE", historyUser, now.Add(30*24*time.Hour), "GPA.3300-0001")
+	purchase.LineItems[0].ProductId = "com.example.app.pro.monthly"
+	g.SetPurchase("tok-hand", purchase)
+	stop := startServe(t, env)
+	push := playstoretest.Push("m-hand", map[string]any{"packageName": "com.example.app", "eventTimeMillis": fmt.Sprint(now.UnixMilli()),
+		"subscriptionNotification": map[string]any{"notificationType": 4, "purchaseToken": "tok-hand", "subscriptionId": "com.example.app.pro.monthly"}})
+	token := g.PushToken(jwt.MapClaims{"iss": "https://accounts.google.com", "aud": audience, "email": pusher, "email_verified": true,
+		"sub": "1", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}, nil)
+	req, _ := http.NewRequest("POST", "http://"+env["ADDR"]+"/billing/webhooks/playstore", strings.NewReader(string(push)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the push: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	stop()
+	g.Void(androidpublisher.VoidedPurchase{PurchaseToken: "tok-hand", OrderId: "GPA.3300-0001", VoidedTimeMillis: time.Now().UnixMilli()})
+
+	d := dbtest.Open(t, env["DATABASE_URL"])
+	status := func() (s string) {
+		if err := d.QueryRow("select status from subscriptions").Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	code, out, errOut := runCmd(ctx, env, "reconcile", "--provider", "playstore", "--dry-run")
+	if code != 0 || !strings.Contains(out, "void:GPA.3300-0001 would apply") || status() != "active" {
+		t.Fatalf("dry run: %d %q %s, %s", code, out, errOut, status())
+	}
+	code, out, errOut = runCmd(ctx, env, "reconcile", "--provider", "playstore")
+	if code != 0 || !strings.Contains(out, "void:GPA.3300-0001 applied") || !strings.Contains(out, "reconcile playstore: 1 checked, 0 drifted") || status() != "refunded" {
+		t.Fatalf("reconcile: %d %q %s, %s", code, out, errOut, status())
+	}
+	code, out, errOut = runCmd(ctx, env, "reconcile")
+	if code != 0 || !strings.Contains(out, "applied 0, 1 already stored") || !strings.Contains(out, "reconcile playstore: 1 checked, 0 drifted") || status() != "refunded" {
+		t.Fatalf("again: %d %q %s, %s", code, out, errOut, status())
 	}
 }
