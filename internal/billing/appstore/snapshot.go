@@ -20,6 +20,8 @@ func (a *Adapter) ReadSnapshot(raw []byte, read time.Time) (billing.Reading, bil
 	}
 	info := billing.SnapshotInfo{Subscription: s.OriginalTransactionID, Customer: s.Transaction.AppAccountToken}
 	switch {
+	case s.Refused != "":
+		return billing.Reading{}, info, errors.New(s.Refused)
 	case s.Status == 0:
 		return billing.Reading{}, info, ErrUnknownSubscription
 	case s.Transaction.OriginalTransactionID != s.OriginalTransactionID:

@@ -26,7 +26,14 @@ type SubscriptionStatus struct {
 	Status                int         `json:"status"`
 	Transaction           transaction `json:"transaction"`
 	Renewal               renewal     `json:"renewal"`
+	// Refused, in what ReadSubscription gives, is why the status Apple's API answered did
+	// not verify: nothing of it is used.
+	Refused string `json:"refused,omitempty"`
 }
+
+// ErrRefusedStatus: a status in Apple's answer did not verify (a signed item, the app, the
+// environment or the subscription it names).
+var ErrRefusedStatus = errors.New("a subscription status refused")
 
 // ErrUnknownSubscription: the API's environment holds no subscription of that original
 // transaction (Apple's 404, or an answer without it).
@@ -67,10 +74,10 @@ func (c *API) SubscriptionStatus(ctx context.Context, originalTransactionID stri
 				return SubscriptionStatus{}, err
 			}
 			if s.Transaction.BundleID != c.adapter.bundleID {
-				return SubscriptionStatus{}, fmt.Errorf("a subscription status refused: %w", errBundle)
+				return SubscriptionStatus{}, fmt.Errorf("%w: %w", ErrRefusedStatus, errBundle)
 			}
 			if s.Transaction.Environment != c.cfg.Environment || s.Transaction.OriginalTransactionID != originalTransactionID {
-				return SubscriptionStatus{}, fmt.Errorf("a subscription status refused: the transaction is of another environment or subscription")
+				return SubscriptionStatus{}, fmt.Errorf("%w: the transaction is of another environment or subscription", ErrRefusedStatus)
 			}
 			if last.SignedRenewalInfo != "" {
 				if err := c.verifyItem(last.SignedRenewalInfo, &s.Renewal); err != nil {
@@ -84,10 +91,13 @@ func (c *API) SubscriptionStatus(ctx context.Context, originalTransactionID stri
 }
 
 // ReadSubscription is SubscriptionStatus as the JSON the adapter's ReadSnapshot reads: the
-// verified status, never anything Apple sent unverified.
+// verified status, never anything Apple sent unverified. A status that does not verify is
+// read as refused (ReadSnapshot's error says why), so that a pass goes on past it.
 func (c *API) ReadSubscription(ctx context.Context, originalTransactionID string) (json.RawMessage, error) {
 	s, err := c.SubscriptionStatus(ctx, originalTransactionID)
-	if err != nil {
+	if errors.Is(err, ErrRefusedStatus) {
+		s = SubscriptionStatus{OriginalTransactionID: originalTransactionID, Refused: err.Error()}
+	} else if err != nil {
 		return nil, err
 	}
 	return json.Marshal(s)
@@ -96,7 +106,7 @@ func (c *API) ReadSubscription(ctx context.Context, originalTransactionID string
 // verifyItem verifies one signed item of an answer and decodes it into into.
 func (c *API) verifyItem(jws string, into any) error {
 	if err := c.adapter.verifier.verify(jws, into, c.cfg.Clock()); err != nil {
-		return fmt.Errorf("a signed item refused: %w", err)
+		return fmt.Errorf("%w: a signed item: %w", ErrRefusedStatus, err)
 	}
 	return nil
 }

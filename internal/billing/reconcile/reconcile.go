@@ -153,8 +153,13 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 	return res, err
 }
 
-// record notes one subscription's outcome: a created or updated one is drift.
+// record notes one subscription's outcome: a created or updated one is drift; an
+// unresolved one (a read that did not verify, a purchase the store does not know) is
+// logged with why.
 func (r *Reconciler) record(ctx context.Context, c pipeline.BackfillChange, dryRun bool, res *Result, drift *strings.Builder) {
+	if c.Outcome == pipeline.BackfillUnresolved {
+		r.log.WarnContext(ctx, "reconcile: subscription left as it was", "provider", r.opts.Provider, "subscription", c.SubscriptionID, "reason", c.Reason)
+	}
 	if c.Outcome != pipeline.BackfillCreated && c.Outcome != pipeline.BackfillUpdated {
 		return
 	}

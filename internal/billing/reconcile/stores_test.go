@@ -30,7 +30,7 @@ func TestAppStoreStatusesRepairDrift(t *testing.T) {
 		h := billingtest.New(t, d, billingtest.WithAdapters(a))
 		chain := s.Chain
 		users := map[string]string{}
-		for i, sub := range []string{"8200001", "8200002", "8200003", "8200004", "8200005"} {
+		for i, sub := range []string{"8200001", "8200002", "8200003", "8200004", "8200005", "8200006"} {
 			users[sub] = userN(820 + i)
 			n := billingtest.AppStoreNotification("st-"+sub, "SUBSCRIBED", "INITIAL_BUY", sub, users[sub], billingtest.Now.Add(-3*time.Hour), expires)
 			if sub == "8200005" { // ended 90 days ago: not read again
@@ -56,20 +56,27 @@ func TestAppStoreStatusesRepairDrift(t *testing.T) {
 			st.Transaction.Expires, st.GraceUntil = billingtest.Now.Add(-day), grace
 		})
 		status("8200004", appstore.StatusActive, nil) // as tollgate has it
+		s.Chain = billingtest.NewChain(t) // a status signed by a chain Apple's roots do not sign
+		status("8200006", appstore.StatusExpired, nil)
+		s.Chain = chain
 
 		reg := prometheus.NewRegistry()
 		read := func(ctx context.Context, id string, _ []byte) (json.RawMessage, error) { return api.ReadSubscription(ctx, id) }
 		r := reconcile.New(d, h.Svc.Pipeline, h.Log, reconcile.Options{Provider: billing.ProviderAppStore, Registerer: reg, Clock: h.Clock,
 			Read: reconcile.KnownSubscriptions(d, billing.ProviderAppStore, h.Clock, read)})
 		res, err := r.Pass(context.Background(), false)
-		if err != nil || res.Checked != 4 || res.Drifted != 3 || res.Repaired != 3 {
+		if err != nil || res.Checked != 5 || res.Drifted != 3 || res.Repaired != 3 || res.Unresolved != 1 {
 			t.Fatalf("first pass: %+v %v", res, err)
+		}
+		if !strings.Contains(h.Logs.String(), "subscription=8200006") {
+			t.Fatalf("the forged status is not logged:\n%s", h.Logs.String())
 		}
 		for sub, want := range map[string]string{
 			"8200001": "false refunded free " + billingtest.Stamp(revoked),
 			"8200002": "true cancelled pro " + billingtest.Stamp(expires),
 			"8200003": "true past_due pro " + billingtest.Stamp(grace),
 			"8200004": "true active pro " + billingtest.Stamp(expires),
+			"8200006": "true active pro " + billingtest.Stamp(expires), // the forgery changed nothing
 		} {
 			if got := h.Answer(t, users[sub]); got != want {
 				t.Errorf("%s: %s, want %s", sub, got, want)
@@ -84,7 +91,7 @@ func TestAppStoreStatusesRepairDrift(t *testing.T) {
 			t.Fatalf("the run's record: %q %q %v", provider, drift, err)
 		}
 		h.SetNow(billingtest.Now.Add(time.Minute))
-		if res, err := r.Pass(context.Background(), false); err != nil || res.Checked != 4 || res.Drifted != 0 {
+		if res, err := r.Pass(context.Background(), false); err != nil || res.Checked != 5 || res.Drifted != 0 {
 			t.Fatalf("second pass: %+v %v", res, err)
 		}
 	})
