@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -329,4 +330,18 @@ func snapshotTime(id string) (time.Time, bool) {
 		}
 	}
 	return time.Unix(s, ns).UTC(), true
+}
+
+// StoredState is an adapter's stored state as its own type T: Decoded when Apply has just
+// written it (a *T), else State decoded; the zero T when nothing is stored.
+func StoredState[T any](stored Stored) (T, error) {
+	var s T
+	if d, ok := stored.Decoded.(*T); ok {
+		return *d, nil
+	}
+	if stored.State == "" || stored.State == "{}" {
+		return s, nil
+	}
+	err := json.Unmarshal([]byte(stored.State), &s)
+	return s, err
 }

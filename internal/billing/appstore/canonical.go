@@ -171,17 +171,7 @@ func fromNotification(p *parsed, prev state, at time.Time) state {
 }
 
 // storedState is the stored state decoded; the zero state when nothing is stored.
-func storedState(stored billing.Stored) (state, error) {
-	if s, ok := stored.Decoded.(*state); ok {
-		return *s, nil
-	}
-	var s state
-	if stored.State == "" || stored.State == "{}" {
-		return s, nil
-	}
-	err := json.Unmarshal([]byte(stored.State), &s)
-	return s, err
-}
+func storedState(stored billing.Stored) (state, error) { return billing.StoredState[state](stored) }
 
 // Facts: the user is the transaction's appAccountToken; the product maps through the plans'
 // mobile_products, as the mobile provider's does.

@@ -1,7 +1,6 @@
 package playstore
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
@@ -58,14 +57,4 @@ func (prev state) paidThrough() *time.Time {
 }
 
 // storedState is the stored state decoded; the zero state when nothing is stored.
-func storedState(stored billing.Stored) (state, error) {
-	if s, ok := stored.Decoded.(*state); ok {
-		return *s, nil
-	}
-	var s state
-	if stored.State == "" || stored.State == "{}" {
-		return s, nil
-	}
-	err := json.Unmarshal([]byte(stored.State), &s)
-	return s, err
-}
+func storedState(stored billing.Stored) (state, error) { return billing.StoredState[state](stored) }
