@@ -32,7 +32,7 @@ func commands() []spec {
 		{"events replay", "re-run stored webhook events through the processors", cmdEventsReplay},
 		{"billing backfill", "read the web provider's subscriptions from its API into billing", cmdBillingBackfill},
 		{"reconcile status", "the latest reconcile passes and the drift each found", cmdReconcileStatus},
-		{"reconcile", "read the providers' APIs (web, appstore) and repair drift from billing", cmdReconcile},
+		{"reconcile", "read the providers' APIs (web, appstore, playstore) and repair drift from billing", cmdReconcile},
 		{"webhook send", "sign a JSON event, POST it to a running server, say what it did", cmdWebhookSend},
 		{"deliveries list", "outbound webhooks, newest first: status, attempts, last error", cmdDeliveriesList},
 		{"deliveries retry", "send a pending or failed outbound webhook again now", cmdDeliveriesRetry},
