@@ -23,7 +23,8 @@ import (
 var appStoreHistoryKept = map[string]time.Duration{"Production": 180 * 24 * time.Hour, "Sandbox": 30 * 24 * time.Hour}
 
 // playLimit is the most requests a second a pass makes of Google Play, whatever
-// RECONCILE_PACE says: under Google's quota.
+// RECONCILE_PACE says: under Google's quota. The voided purchases list has a tighter
+// quota of its own, and is read at most once a second.
 const playLimit = 40
 
 // storeSync is one store's reading of its own API, when its API settings are set: its
@@ -111,9 +112,9 @@ func playStoreSync(d *db.DB, e env, b *billingParts, reg prometheus.Registerer) 
 	if pace := float64(e.cfg.Reconcile.Pace); pace > 0 {
 		limit = min(limit, pace)
 	}
-	pace := rate.NewLimiter(rate.Limit(limit), 1)
+	pace, voidedPace := rate.NewLimiter(rate.Limit(limit), 1), rate.NewLimiter(1, 1)
 	voided := func(ctx context.Context, start, end time.Time, page string) (billing.HistoryPage, error) {
-		if err := pace.Wait(ctx); err != nil {
+		if err := voidedPace.Wait(ctx); err != nil {
 			return billing.HistoryPage{}, err
 		}
 		return play.VoidedPurchases(ctx, start, end, page)
