@@ -94,7 +94,7 @@ where it stopped.`,
 func reconcileProviders(e env, named string) (web bool, stores []string, err error) {
 	on := map[string]bool{
 		billing.ProviderWeb: e.cfg.WebAPIKey != "", billing.ProviderAppStore: e.cfg.AppStore.APIOn(),
-		billing.ProviderPlayStore: e.cfg.PlayStore.PackageName != "" || e.cfg.PlayStore.Dev,
+		billing.ProviderPlayStore: e.cfg.PlayStore.PackageName != "",
 	}
 	need := map[string]string{
 		billing.ProviderWeb:       "WEB_API_KEY: is required to read the web provider's subscriptions (a secret key, or a restricted key with Subscriptions: Read)",
@@ -103,8 +103,9 @@ func reconcileProviders(e env, named string) (web bool, stores []string, err err
 	}
 	switch named {
 	case "":
+		// Google Play's development stand-in lives inside serve: only named is it read.
 		for _, p := range []string{billing.ProviderAppStore, billing.ProviderPlayStore} {
-			if on[p] {
+			if on[p] && !(p == billing.ProviderPlayStore && e.cfg.PlayStore.Dev) {
 				stores = append(stores, p)
 			}
 		}
