@@ -56,12 +56,14 @@ func TestAppStoreStatusesRepairDrift(t *testing.T) {
 			st.Transaction.Expires, st.GraceUntil = billingtest.Now.Add(-day), grace
 		})
 		status("8200004", appstore.StatusActive, nil) // as tollgate has it
-		s.Chain = billingtest.NewChain(t) // a status signed by a chain Apple's roots do not sign
+		s.Chain = billingtest.NewChain(t)             // a status signed by a chain Apple's roots do not sign
 		status("8200006", appstore.StatusExpired, nil)
 		s.Chain = chain
 
 		reg := prometheus.NewRegistry()
-		read := func(ctx context.Context, id string, _ []byte) (json.RawMessage, error) { return api.ReadSubscription(ctx, id) }
+		read := func(ctx context.Context, id string, _ []byte) (json.RawMessage, error) {
+			return api.ReadSubscription(ctx, id)
+		}
 		r := reconcile.New(d, h.Svc.Pipeline, h.Log, reconcile.Options{Provider: billing.ProviderAppStore, Registerer: reg, Clock: h.Clock,
 			Read: reconcile.KnownSubscriptions(d, billing.ProviderAppStore, h.Clock, read)})
 		res, err := r.Pass(context.Background(), false)
