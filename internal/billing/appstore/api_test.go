@@ -129,8 +129,9 @@ func TestAPIKeyRefusedIsNotRetried(t *testing.T) {
 // off; the read then completes.
 func TestAPIWaitsOutA429(t *testing.T) {
 	s, api := standIn(t)
-	retryAt := time.Now().Add(1200 * time.Millisecond).Truncate(time.Millisecond) // as Retry-After names it
-	s.Throttle(time.Time{})                                                       // no Retry-After: a backoff of a second
+	// To the millisecond, as Retry-After names it.
+	retryAt := time.Now().Add(1200 * time.Millisecond).Truncate(time.Millisecond)
+	s.Throttle(time.Time{}) // no Retry-After: a backoff of a second
 	s.Throttle(retryAt)
 	if _, err := s.Send(billingtest.AppStoreNotification("after-429", "DID_RENEW", "", "9000004", billingtest.FixtureUser, billingtest.Now, billingtest.Now)); err != nil {
 		t.Fatal(err)

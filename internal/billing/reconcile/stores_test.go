@@ -56,7 +56,8 @@ func TestAppStoreStatusesRepairDrift(t *testing.T) {
 			st.Transaction.Expires, st.GraceUntil = billingtest.Now.Add(-day), grace
 		})
 		status("8200004", appstore.StatusActive, nil) // as tollgate has it
-		s.Chain = billingtest.NewChain(t)             // a status signed by a chain Apple's roots do not sign
+		// A status signed by a chain Apple's roots do not sign.
+		s.Chain = billingtest.NewChain(t)
 		status("8200006", appstore.StatusExpired, nil)
 		s.Chain = chain
 
