@@ -27,9 +27,9 @@ func appStoreHistory(t *testing.T, d *db.DB) (*billingtest.Harness, *appstoredev
 }
 
 // TestCatchUpAppliesMissedNotificationsOnce: notifications sent while tollgate did not hear
-// them are applied from the history in the order Apple signed them, as if delivered; the
-// one that was delivered is left as it is; a forged item changes nothing; a second
-// catch-up applies nothing.
+// them — renewals, a refund, an expiry — are applied from the history in the order Apple
+// signed them, as if delivered; the one that was delivered is left as it is; a forged item
+// changes nothing; a second catch-up applies nothing.
 func TestCatchUpAppliesMissedNotificationsOnce(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
 		h, s, read := appStoreHistory(t, d)
@@ -38,7 +38,11 @@ func TestCatchUpAppliesMissedNotificationsOnce(t *testing.T) {
 		subscribed := billingtest.AppStoreNotification("catch-1", "SUBSCRIBED", "INITIAL_BUY", sub, user, at(-3), at(30*24))
 		renewed := billingtest.AppStoreNotification("catch-2", "DID_RENEW", "", sub, user, at(-2), at(60*24))
 		refunded := billingtest.AppStoreNotification("catch-3", "REFUND", "", sub, user, at(-1), at(60*24))
-		for _, n := range []appstoredev.Notification{subscribed, refunded, renewed} { // the history's order is not Apple's signing order
+		const other, lapsed = "00000000-0000-4000-8000-000000000c02", "5000003"
+		bought := billingtest.AppStoreNotification("catch-4", "SUBSCRIBED", "INITIAL_BUY", lapsed, other, at(-6), at(-5))
+		expired := billingtest.AppStoreNotification("catch-5", "EXPIRED", "VOLUNTARY", lapsed, other, at(-4), at(-5))
+		// The history's order is not Apple's signing order.
+		for _, n := range []appstoredev.Notification{expired, subscribed, refunded, renewed, bought} {
 			if _, err := s.Send(n); err != nil {
 				t.Fatal(err)
 			}
@@ -58,26 +62,29 @@ func TestCatchUpAppliesMissedNotificationsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := fmt.Sprint(outcomes), "map[catch-1:duplicate catch-2:applied catch-3:applied]"; got != want {
+		if got, want := fmt.Sprint(outcomes), "map[catch-1:duplicate catch-2:applied catch-3:applied catch-4:applied catch-5:applied]"; got != want {
 			t.Fatalf("outcomes %s, want %s (in signing order, the delivered one skipped)", got, want)
 		}
-		if sum != (pipeline.CatchUpSummary{Pages: 1, Read: 3, Applied: 2, Stored: 1, Refused: 1}) {
+		if sum != (pipeline.CatchUpSummary{Pages: 1, Read: 5, Applied: 4, Stored: 1, Refused: 1}) {
 			t.Fatalf("summary %+v", sum)
 		}
 		if got, want := h.Answer(t, user), "false refunded free "+billingtest.Stamp(at(-1)); got != want {
 			t.Fatalf("after the catch-up: %s, want %s", got, want)
 		}
+		if got, want := h.Answer(t, other), "false expired free "+billingtest.Stamp(at(-4)); got != want {
+			t.Fatalf("the lapsed subscription after the catch-up: %s, want %s", got, want)
+		}
 		if again := h.Event(t, billing.ProviderAppStore, "catch-1"); fmt.Sprint(again) != fmt.Sprint(delivered) {
 			t.Fatalf("the delivered notification's row changed:\n%+v\n%+v", delivered, again)
 		}
-		if h.CountEvents() != 3 {
-			t.Fatalf("%d events stored, want 3", h.CountEvents())
+		if h.CountEvents() != 5 {
+			t.Fatalf("%d events stored, want 5", h.CountEvents())
 		}
 
 		before := h.DumpTables("provider_events", "subscriptions")
 		outcomes = map[string]string{}
 		sum, err = h.Svc.CatchUp(context.Background(), billing.ProviderAppStore, read, pipeline.CatchUpOptions{Report: func(id, outcome string) { outcomes[id] = outcome }})
-		if err != nil || sum.Applied != 0 || sum.Stored != 3 {
+		if err != nil || sum.Applied != 0 || sum.Stored != 5 {
 			t.Fatalf("a second catch-up: %+v %v %v", sum, outcomes, err)
 		}
 		if after := h.DumpTables("provider_events", "subscriptions"); after != before {
