@@ -236,3 +236,28 @@ func TestReconcilePlayStoreByHand(t *testing.T) {
 		t.Fatalf("again: %d %q %s, %s", code, out, errOut, status())
 	}
 }
+
+// TestReconcileAppStoreWithAWrongKey: a key Apple refuses (401) stops the pass at once with
+// an error naming the settings, and changes nothing: no notification applied, no read
+// recorded as complete.
+func TestReconcileAppStoreWithAWrongKey(t *testing.T) {
+	t.Parallel()
+	env, s := appStoreAPIEnv(t)
+	other, err := appstoredev.NewAPI(s.Chain, "com.example.app", "Production")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(env["APPSTORE_PRIVATE_KEY_FILE"], other.PrivateKeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notify(t, s, "wrong-key-1", "SUBSCRIBED", time.Minute)
+	code, _, errOut := runCmd(context.Background(), env, "reconcile", "--provider", "appstore", "--since", "1h")
+	if code == 0 || !strings.Contains(errOut, "APPSTORE_PRIVATE_KEY_FILE") || strings.Contains(errOut, "PRIVATE KEY") {
+		t.Fatalf("a wrong key: %d %q", code, errOut)
+	}
+	d := dbtest.Open(t, env["DATABASE_URL"])
+	var events, reads int
+	if err := d.QueryRow("select (select count(*) from provider_events), (select count(*) from store_history)").Scan(&events, &reads); err != nil || events != 0 || reads != 0 {
+		t.Fatalf("after a refused key: %d events, %d reads recorded, %v", events, reads, err)
+	}
+}
