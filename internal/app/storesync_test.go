@@ -261,3 +261,40 @@ func TestReconcileAppStoreWithAWrongKey(t *testing.T) {
 		t.Fatalf("after a refused key: %d events, %d reads recorded, %v", events, reads, err)
 	}
 }
+
+// TestPlayPassStaysUnderGooglesLimit: whatever RECONCILE_PACE says, a Google Play pass
+// reads no more than 40 purchases a second.
+func TestPlayPassStaysUnderGooglesLimit(t *testing.T) {
+	t.Parallel()
+	g := playstoretest.Start(t)
+	key := filepath.Join(t.TempDir(), "play.json")
+	if err := os.WriteFile(key, g.ServiceAccountJSON(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := testEnv(t, map[string]string{"PLAY_PACKAGE_NAME": "com.example.app", "PLAY_PUSH_AUDIENCE": "a", "PLAY_PUSH_SERVICE_ACCOUNT": "s",
+		"PLAY_SERVICE_ACCOUNT_JSON": key, "PLAY_API_BASE": g.URL + "/", "RECONCILE_PACE": "100"})
+	ctx := context.Background()
+	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
+		t.Fatalf("plans sync: %s", errOut)
+	}
+	d := dbtest.Open(t, env["DATABASE_URL"])
+	const known = 61
+	for i := range known { // purchase tokens tollgate knows, as a store's push leaves them
+		if _, err := d.Exec("insert into provider_subscriptions (provider, provider_subscription_id, created_at, updated_at) values ('playstore', $1, $2, $2)",
+			fmt.Sprintf("tok-pace-%02d", i), time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, errOut := runCmd(ctx, env, "reconcile", "--provider", "playstore"); code != 0 || !strings.Contains(out, fmt.Sprintf("%d checked", known)) {
+		t.Fatalf("reconcile: %d %q %s", code, out, errOut)
+	}
+	reads := g.Reads()
+	if len(reads) != known {
+		t.Fatalf("%d purchases read, want %d", len(reads), known)
+	}
+	// A burst of one, then 40 a second: the 61st read comes 1.5 s after the first at the
+	// soonest (100 a second would take 0.6 s).
+	if took := reads[known-1].Sub(reads[0]); took < 1450*time.Millisecond {
+		t.Fatalf("%d reads in %v: faster than 40 a second", known, took)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,8 @@ type Google struct {
 	// voided are the voided purchases listed, voidedReads how many times they were.
 	voided      []*androidpublisher.VoidedPurchase
 	voidedReads int
+	// reads are when each purchase was read (subscriptionsv2.get, products.get).
+	reads []time.Time
 	// keysHeld, while not nil, holds every request for the push keys until it is closed;
 	// keyRequests counts those requests; keysDown makes them fail (outage tests).
 	keysHeld    chan struct{}
@@ -130,6 +133,13 @@ func (g *Google) SetProduct(token string, p *androidpublisher.ProductPurchase) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.products[token] = p
+}
+
+// Reads are when each purchase was read, in order.
+func (g *Google) Reads() []time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.reads)
 }
 
 // Acks is how many times token's purchase was acknowledged.
@@ -236,6 +246,7 @@ func serveKnown[T any](g *Google, w http.ResponseWriter, r *http.Request, known 
 		return
 	}
 	g.mu.Lock()
+	g.reads = append(g.reads, time.Now())
 	p, ok := known[r.PathValue("token")]
 	g.mu.Unlock()
 	if !ok {
