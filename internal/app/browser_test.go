@@ -37,9 +37,16 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// browser starts headless Chromium with flags that keep it off the network.
+// browsers lets two browsers run at once, one per core: the browser tests mostly wait, on
+// their server and on Chromium, but many Chromiums at once would starve each other.
+var browsers = make(chan struct{}, 2)
+
+// browser starts headless Chromium with flags that keep it off the network, once one of
+// the browsers' places is free; the place is freed when the test ends.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	browsers <- struct{}{}
+	t.Cleanup(func() { <-browsers })
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
@@ -119,6 +126,7 @@ func screenshot(name string) chromedp.Action[chromedp.Void] {
 
 // TestBrowserJourneys walks every form in a real browser against the real server.
 func TestBrowserJourneys(t *testing.T) {
+	t.Parallel() // its own server and browser; browser lets two run at once
 	ctx := browser(t)
 	fake := identitytest.New(t)
 	env := testEnv(t, map[string]string{
@@ -259,6 +267,7 @@ func TestBrowserJourneys(t *testing.T) {
 // TestBrowserBrandedForms shows the forms under a team's brand: its name, colour, logo and
 // a template of its own from TEMPLATES_DIR. The screenshots are the docs' examples.
 func TestBrowserBrandedForms(t *testing.T) {
+	t.Parallel() // its own server and browser; browser lets two run at once
 	ctx := browser(t)
 	fake := identitytest.New(t)
 	fake.Autoconfirm = true
@@ -324,6 +333,7 @@ func TestBrowserBrandedForms(t *testing.T) {
 // tollgate creates the checkout at the (stubbed) provider and the browser lands on its page,
 // which the page's form-action must allow.
 func TestBrowserUpgradeLandsOnCheckout(t *testing.T) {
+	t.Parallel() // its own server and browser; browser lets two run at once
 	ctx := browser(t)
 	fake := identitytest.New(t)
 	fake.Autoconfirm = true

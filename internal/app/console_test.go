@@ -124,6 +124,7 @@ func mustRequest(method, target string, body []byte) *http.Request {
 // TestBrowserConsole signs an operator in through the forms and walks every console page
 // against a seeded history, checking what the pages say against the database.
 func TestBrowserConsole(t *testing.T) {
+	t.Parallel() // its own server and browser; browser lets two run at once
 	ctx := browser(t)
 	fake := identitytest.New(t)
 	fake.Autoconfirm = true

@@ -33,6 +33,7 @@ func screenshotAtWidths(name string) chromedp.Action[chromedp.Void] {
 // the account page; "tollgate dev token" for the same address gives its user a token that
 // /api/v1/me accepts; a test webhook for that user makes them Pro on the page and the API.
 func TestBrowserFirstRunWithoutAccounts(t *testing.T) {
+	t.Parallel() // its own server and browser; browser lets two run at once
 	ctx := browser(t)
 	bin := buildBinary(t)
 	addr := holdAddr(t)

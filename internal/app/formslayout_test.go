@@ -23,6 +23,7 @@ const lineBreaksJS = `(() => {
 // At 390 px a long e-mail address on the account page wraps before its @ or after a dot
 // (or a hyphen, as any text does), never mid-word.
 func TestBrowserLongEmailWrapsAtItsParts(t *testing.T) {
+	t.Parallel() // its own server and browser; browser lets two run at once
 	ctx := browser(t)
 	env := testEnv(t, map[string]string{"APP_ENV": "development"})
 	startServe(t, env)

@@ -58,6 +58,7 @@ func (c *checkoutStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // while the provider says the payment is processing, a page says so and checks again;
 // once the subscription is active the account page shows Pro — and no webhook was sent.
 func TestBrowserPurchaseReturn(t *testing.T) {
+	t.Parallel() // its own server and browser; browser lets two run at once
 	ctx := browser(t)
 	fake := identitytest.New(t)
 	fake.Autoconfirm = true
