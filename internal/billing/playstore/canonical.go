@@ -108,7 +108,8 @@ func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order 
 		return billing.Supersedes // Apply reports it
 	}
 	if r.Snapshot {
-		return billing.BySnapshot(r, stored, prev.Revoked != nil && !prev.Revoked.givenBack(r), func() bool { return false })
+		rv := prev.revocation(stored)
+		return billing.BySnapshot(r, stored, rv != nil && !rv.givenBack(r), func() bool { return false })
 	}
 	if !prev.voidedBy(r) {
 		return billing.Stale // a void of an earlier order: recorded only

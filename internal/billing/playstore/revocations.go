@@ -18,6 +18,16 @@ type revocation struct {
 	Expires *time.Time `json:"expires,omitempty"`
 }
 
+// revocation is what revoked prev, if anything did. A revocation stored before tollgate kept
+// what it took names neither order nor period, so no read can show a later one: it stays
+// final, as every revocation was then.
+func (prev state) revocation(stored billing.Stored) *revocation {
+	if prev.Revoked == nil && stored.LastEventType == revoked {
+		return &revocation{}
+	}
+	return prev.Revoked
+}
+
 // givenBack says whether the read r is of a later paid period than the one revoked.
 func (rv *revocation) givenBack(r billing.Reading) bool {
 	p, _ := r.Decoded.(*parsed)
