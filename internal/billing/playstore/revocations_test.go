@@ -25,7 +25,7 @@ func TestPlayRevocationIsFinalForItsPeriod(t *testing.T) {
 			t.Helper()
 			h.SetNow(billingtest.Now.Add(time.Duration(minutes) * time.Minute))
 			body := playstoretest.Push(id, map[string]any{"packageName": billingtest.Bundle,
-				"eventTimeMillis": fmt.Sprint(h.Clock().UnixMilli()),
+				"eventTimeMillis":          fmt.Sprint(h.Clock().UnixMilli()),
 				"subscriptionNotification": map[string]any{"notificationType": typ, "purchaseToken": token}})
 			if rec := h.SendPlay(g.PushToken(billingtest.PushClaims(), nil), body); rec.Code != http.StatusOK {
 				t.Fatalf("%s: %d %s", id, rec.Code, rec.Body)
