@@ -103,10 +103,13 @@ func (p *Pipeline) commit(batch []*job) {
 		if j.err == nil {
 			applied++
 		}
-		close(j.done)
 	}
+	// Counted before anyone is told, so that whoever was answered finds its batch counted.
 	if err == nil {
 		p.batchSize.Observe(float64(applied))
+	}
+	for _, j := range batch {
+		close(j.done)
 	}
 }
 
