@@ -46,8 +46,9 @@ type Options struct {
 	// provider's Reconciler); nil registers nothing.
 	Registerer prometheus.Registerer
 	Clock      func() time.Time
-	// Before, when set, runs before each scheduled pass (Run): a store's history caught up
-	// on, say, so that the pass finds what it applied. It logs its own failures.
+	// Before, when set, runs before each scheduled pass (Run), outside the provider's lease:
+	// a store's history caught up on, say (under a lease of its own), so that the pass
+	// finds what it applied. It logs its own failures.
 	Before func(ctx context.Context)
 }
 

@@ -72,6 +72,11 @@ func (r *Reconciler) untilDue(ctx context.Context, interval time.Duration) (time
 // passIfDue takes the lease and, if the record still says a pass is due (another process
 // may have just finished one), runs it. ran says whether it did.
 func (r *Reconciler) passIfDue(ctx context.Context, interval time.Duration) (ran bool, err error) {
+	// Before holds leases of its own (a store's history's), and may take longer than the
+	// provider's lease lasts unrenewed: it runs before that lease is taken.
+	if r.opts.Before != nil {
+		r.opts.Before(ctx)
+	}
 	if err := r.lease.take(ctx); err != nil {
 		if errors.Is(err, ErrBusy) {
 			r.log.Debug("reconcile: another process is reconciling", "provider", r.opts.Provider)
@@ -82,9 +87,6 @@ func (r *Reconciler) passIfDue(ctx context.Context, interval time.Duration) (ran
 	defer r.lease.release()
 	if wait, err := r.untilDue(ctx, interval); err != nil || wait > 0 {
 		return false, err
-	}
-	if r.opts.Before != nil {
-		r.opts.Before(ctx)
 	}
 	res, err := r.pass(ctx, false)
 	if err == nil {
