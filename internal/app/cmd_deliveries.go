@@ -105,6 +105,7 @@ func cmdDeliveriesRetry(fs *flag.FlagSet) command {
 			defer d.Close()
 			if failed {
 				n, err := outbound.RetryFailed(ctx, d, time.Now())
+				recordByHand(ctx, e, d, "retry delivery", "every failed delivery", "", outcome(err, fmt.Sprintf("%d queued", n)))
 				if err != nil {
 					return err
 				}
@@ -112,6 +113,12 @@ func cmdDeliveriesRetry(fs *flag.FlagSet) command {
 				return nil
 			}
 			ok, err := outbound.Retry(ctx, d, id, time.Now())
+			user, _ := outbound.UserOf(ctx, d, id) // unknown: recorded without one
+			result := outcome(err, "queued")
+			if err == nil && !ok {
+				result = "not retryable"
+			}
+			recordByHand(ctx, e, d, "retry delivery", e.args[0], user, result)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
 func cmdEventsReplay(fs *flag.FlagSet) command {
@@ -42,11 +45,29 @@ func cmdEventsReplay(fs *flag.FlagSet) command {
 			if err != nil {
 				return err
 			}
+			var last dbq.EventUserParams
 			n, err := b.pipeline.Replay(ctx, filter, func(provider, eventID, outcome string) {
 				fmt.Fprintf(e.stdout, "%s %s: %s\n", provider, eventID, outcome)
+				last = dbq.EventUserParams{Provider: provider, ProviderEventID: eventID}
 			})
 			fmt.Fprintf(e.stdout, "replayed %d event(s)\n", n)
+			recordReplay(ctx, e, d, filter, n, last, err)
 			return err
 		},
 	}
+}
+
+// recordReplay adds a replay by hand to the audit log: one record for the selection,
+// naming the event's user when it replayed one event.
+func recordReplay(ctx context.Context, e env, d *db.DB, filter pipeline.ReplayFilter, n int, last dbq.EventUserParams, err error) {
+	target := cmp.Or(filter.Provider, "every provider")
+	if filter.EventID != "" {
+		target += " " + filter.EventID
+	}
+	user := ""
+	if n == 1 {
+		u, _ := dbq.New(d).EventUser(ctx, last) // unknown: recorded without one
+		user = u.String
+	}
+	recordByHand(ctx, e, d, "replay", target, user, outcome(err, fmt.Sprintf("%d replayed", n)))
 }

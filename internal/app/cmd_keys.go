@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/servicekeys"
 )
 
@@ -16,8 +17,9 @@ func cmdKeysCreate(fs *flag.FlagSet) command {
 		required: []string{"name"},
 		help:     "Makes a service key for a trusted backend and prints it. It is shown this once: only its\nSHA-256 is stored. Send it as Authorization: Bearer tgk_… to /api/v1/users/{user_id}/….",
 		run: func(ctx context.Context, e env) error {
-			return withKeys(ctx, e, e.cfg.AutoMigrate, func(keys *servicekeys.Keys) error {
+			return withKeys(ctx, e, e.cfg.AutoMigrate, func(keys *servicekeys.Keys, d *db.DB) error {
 				key, err := keys.Create(ctx, name)
+				recordByHand(ctx, e, d, "keys create", name, "", outcome(err, "created"))
 				if err == nil {
 					// The key alone on stdout, for scripts; the warning beside it for people.
 					fmt.Fprintln(e.stdout, key)
@@ -33,7 +35,7 @@ func cmdKeysList(*flag.FlagSet) command {
 	return command{
 		help: "Lists the service keys: name, the key's first characters, when made and last used.",
 		run: func(ctx context.Context, e env) error {
-			return withKeys(ctx, e, false, func(keys *servicekeys.Keys) error {
+			return withKeys(ctx, e, false, func(keys *servicekeys.Keys, _ *db.DB) error {
 				list, err := keys.List(ctx)
 				if err != nil {
 					return err
@@ -57,8 +59,10 @@ func cmdKeysRevoke(*flag.FlagSet) command {
 		args: "NAME",
 		help: "Revokes the service key NAME: it is refused (401) from the next request on.",
 		run: func(ctx context.Context, e env) error {
-			return withKeys(ctx, e, e.cfg.AutoMigrate, func(keys *servicekeys.Keys) error {
-				if err := keys.Revoke(ctx, e.args[0]); err != nil {
+			return withKeys(ctx, e, e.cfg.AutoMigrate, func(keys *servicekeys.Keys, d *db.DB) error {
+				err := keys.Revoke(ctx, e.args[0])
+				recordByHand(ctx, e, d, "keys revoke", e.args[0], "", outcome(err, "revoked"))
+				if err != nil {
 					return err
 				}
 				fmt.Fprintf(e.stdout, "revoked %s\n", e.args[0])
@@ -68,12 +72,13 @@ func cmdKeysRevoke(*flag.FlagSet) command {
 	}
 }
 
-// withKeys runs fn over the service keys of DATABASE_URL, migrating it first if asked.
-func withKeys(ctx context.Context, e env, migrate bool, fn func(keys *servicekeys.Keys) error) error {
+// withKeys runs fn over the service keys of DATABASE_URL (and the database, for the audit
+// log), migrating it first if asked.
+func withKeys(ctx context.Context, e env, migrate bool, fn func(keys *servicekeys.Keys, d *db.DB) error) error {
 	d, err := openDB(ctx, e, migrate)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	return fn(servicekeys.New(d))
+	return fn(servicekeys.New(d), d)
 }

@@ -27,8 +27,10 @@ func cmdPlansSync(*flag.FlagSet) command {
 			}
 			changes, err := b.syncPlans(ctx, d, list)
 			if err != nil {
+				recordByHand(ctx, e, d, "plans sync", e.cfg.PlansFile, "", "failed: "+err.Error())
 				return fmt.Errorf("plans sync: %w", err)
 			}
+			recordByHand(ctx, e, d, "plans sync", e.cfg.PlansFile, "", fmt.Sprintf("%d changes", len(changes)))
 			for _, c := range changes {
 				fmt.Fprintln(e.stdout, c)
 			}

@@ -79,7 +79,7 @@ where it stopped.`,
 			}
 			for _, s := range syncs {
 				if slices.Contains(stores, s.provider) {
-					if err := s.byHand(ctx, e, back, dryRun); err != nil {
+					if err := s.byHand(ctx, e, d, back, dryRun); err != nil {
 						return err
 					}
 				}
@@ -131,16 +131,21 @@ func reconcileWeb(ctx context.Context, e env, d *db.DB, b *billingParts, dryRun 
 	if errors.Is(err, reconcile.ErrBusy) {
 		return errors.New("another process is reconciling the web provider now; try again when it is done")
 	}
-	return passDone(e, billing.ProviderWeb, res, err, dryRun)
+	return passDone(ctx, e, d, billing.ProviderWeb, res, err, dryRun)
 }
 
-// passDone prints a pass's summary line and words its failure.
-func passDone(e env, provider string, res reconcile.Result, err error, dryRun bool) error {
+// passDone prints a pass's summary line, records the pass in the audit log (a dry run
+// changes nothing, and is not recorded) and words its failure.
+func passDone(ctx context.Context, e env, d *db.DB, provider string, res reconcile.Result, err error, dryRun bool) error {
 	verb := "repaired"
 	if dryRun {
 		verb = "would repair"
 	}
-	fmt.Fprintf(e.stdout, "reconcile %s: %d checked, %d drifted (%s %d), %d unresolved\n", provider, res.Checked, res.Drifted, verb, res.Drifted, res.Unresolved)
+	summary := fmt.Sprintf("%d checked, %d drifted (%s %d), %d unresolved", res.Checked, res.Drifted, verb, res.Drifted, res.Unresolved)
+	fmt.Fprintf(e.stdout, "reconcile %s: %s\n", provider, summary)
+	if !dryRun && !errors.Is(err, reconcile.ErrBusy) {
+		recordByHand(ctx, e, d, "reconcile", provider, "", outcome(err, summary))
+	}
 	if errors.Is(err, reconcile.ErrInterrupted) {
 		return errors.New("interrupted: the pass stopped after the subscriptions counted above; the next pass resumes where it stopped")
 	}
@@ -149,7 +154,7 @@ func passDone(e env, provider string, res reconcile.Result, err error, dryRun bo
 
 // byHand catches up on each of the store's histories, listing each item it applies (or
 // would), then runs a pass over the store's subscriptions.
-func (s *storeSync) byHand(ctx context.Context, e env, back time.Duration, dryRun bool) error {
+func (s *storeSync) byHand(ctx context.Context, e env, d *db.DB, back time.Duration, dryRun bool) error {
 	var since time.Time
 	if back > 0 {
 		since = time.Now().Add(-back)
@@ -180,7 +185,7 @@ func (s *storeSync) byHand(ctx context.Context, e env, back time.Duration, dryRu
 	if errors.Is(err, reconcile.ErrBusy) {
 		return fmt.Errorf("another process is reconciling %s now; try again when it is done", s.provider)
 	}
-	return passDone(e, s.provider, res, err, dryRun)
+	return passDone(ctx, e, d, s.provider, res, err, dryRun)
 }
 
 func cmdReconcileStatus(fs *flag.FlagSet) command {

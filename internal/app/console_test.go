@@ -295,7 +295,7 @@ func TestBrowserConsole(t *testing.T) {
 		if got := textOf("#outcome"); got != "applied" {
 			t.Fatalf("after replay the event is %q", got)
 		}
-		if n := scalar(`select count(*) from console_audit where operator = 'ops@example.test' and action = 'replay' and result = 'applied'`); n != 1 {
+		if n := scalar(`select count(*) from audit_log where actor = 'ops@example.test' and action = 'replay' and result = 'applied' and user_id is not null`); n != 1 {
 			t.Fatalf("%v audit rows for the replay", n)
 		}
 	})

@@ -40,6 +40,7 @@ func commands() []spec {
 		{"keys list", "list service keys: name, prefix, created, last used", cmdKeysList},
 		{"keys revoke", "revoke a service key at once", cmdKeysRevoke},
 		{"users show", "what tollgate knows of a user's billing", cmdUsersShow},
+		{"audit list", "what was changed by hand, newest first: who, what, on which user, how it went", cmdAuditList},
 		{"entitlements check", "whether a user is entitled to NAME (exit 0 yes, 1 no)", cmdEntitlementsCheck},
 		{"dev token", "a bearer token for an e-mail from the development identity service", cmdDevToken},
 		{"healthcheck", "exit 0 if a running server answers /healthz (for containers)", cmdHealthcheck},

@@ -48,7 +48,8 @@ func (c *Console) retry(w http.ResponseWriter, r *http.Request) {
 	case !queued:
 		result = "not retryable"
 	}
-	c.audit(r.Context(), "retry delivery", r.PathValue("id"), result)
+	user, _ := outbound.UserOf(r.Context(), c.opts.DB, id) // unknown: recorded without one
+	c.audit(r.Context(), "retry delivery", r.PathValue("id"), user, result)
 	switch {
 	case err != nil:
 		c.fail(w, r, err)

@@ -140,7 +140,7 @@ func (c *Console) replay(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		result = "failed"
 	}
-	c.audit(ctx, "replay", ev.Provider+" "+ev.ProviderEventID, result)
+	c.audit(ctx, "replay", ev.Provider+" "+ev.ProviderEventID, ev.UserID.String, result)
 	if err != nil {
 		c.fail(w, r, err)
 		return

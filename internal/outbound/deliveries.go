@@ -3,6 +3,7 @@ package outbound
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/db"
@@ -78,6 +79,15 @@ func Retry(ctx context.Context, d *db.DB, id int64, now time.Time) (bool, error)
 	}
 	n, err := dbq.New(d).RetryDelivery(ctx, dbq.RetryDeliveryParams{ID: id, Now: now.UTC(), GiveUpAt: now.UTC().Add(RetryWindow)})
 	return n > 0, err
+}
+
+// UserOf is the user delivery id is about; "" when there is no such delivery.
+func UserOf(ctx context.Context, d *db.DB, id int64) (string, error) {
+	user, err := dbq.New(d).DeliveryUser(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return user, err
 }
 
 // RetryFailed makes every failed delivery due now, and says how many there were.

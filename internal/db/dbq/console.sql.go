@@ -383,30 +383,6 @@ func (q *Queries) InsertBillingDay(ctx context.Context, arg InsertBillingDayPara
 	return err
 }
 
-const insertConsoleAudit = `-- name: InsertConsoleAudit :exec
-insert into console_audit (operator, action, target, result, created_at)
-values ($1, $2, $3, $4, $5)
-`
-
-type InsertConsoleAuditParams struct {
-	Operator string
-	Action   string
-	Target   string
-	Result   string
-	Now      time.Time
-}
-
-func (q *Queries) InsertConsoleAudit(ctx context.Context, arg InsertConsoleAuditParams) error {
-	_, err := q.db.ExecContext(ctx, insertConsoleAudit,
-		arg.Operator,
-		arg.Action,
-		arg.Target,
-		arg.Result,
-		arg.Now,
-	)
-	return err
-}
-
 const listBillingDays = `-- name: ListBillingDays :many
 select day, provider, plan_key, currency, subscribers, unpriced, mrr_minor
 from billing_days where day >= $1 order by day

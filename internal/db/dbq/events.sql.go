@@ -12,6 +12,23 @@ import (
 	"time"
 )
 
+const eventUser = `-- name: EventUser :one
+select user_id from provider_events where provider = $1 and provider_event_id = $2
+`
+
+type EventUserParams struct {
+	Provider        string
+	ProviderEventID string
+}
+
+// The user a stored event concerns (null when it resolved to none), for the audit log.
+func (q *Queries) EventUser(ctx context.Context, arg EventUserParams) (sql.NullString, error) {
+	row := q.db.QueryRowContext(ctx, eventUser, arg.Provider, arg.ProviderEventID)
+	var user_id sql.NullString
+	err := row.Scan(&user_id)
+	return user_id, err
+}
+
 const getProviderEvent = `-- name: GetProviderEvent :one
 select id, provider, provider_event_id, event_type, payload, received_at, processed_at, processing_error
 from provider_events

@@ -10,6 +10,16 @@ import (
 	"time"
 )
 
+type AuditLog struct {
+	ID        int64
+	Actor     string
+	Action    string
+	Target    string
+	Result    string
+	CreatedAt time.Time
+	UserID    sql.NullString
+}
+
 type BackfillCursor struct {
 	Provider      string
 	Scope         string
@@ -35,15 +45,6 @@ type BillingDay struct {
 	Subscribers int64
 	Unpriced    int64
 	MrrMinor    int64
-}
-
-type ConsoleAudit struct {
-	ID        int64
-	Operator  string
-	Action    string
-	Target    string
-	Result    string
-	CreatedAt time.Time
 }
 
 type DevIdentityKey struct {

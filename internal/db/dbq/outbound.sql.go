@@ -182,6 +182,18 @@ func (q *Queries) DeleteNewEventsUpTo(ctx context.Context, last int64) error {
 	return err
 }
 
+const deliveryUser = `-- name: DeliveryUser :one
+select user_id from outbound_deliveries where id = $1
+`
+
+// The user a delivery is about (the audit log names them).
+func (q *Queries) DeliveryUser(ctx context.Context, id int64) (string, error) {
+	row := q.db.QueryRowContext(ctx, deliveryUser, id)
+	var user_id string
+	err := row.Scan(&user_id)
+	return user_id, err
+}
+
 const insertOutboundEvent = `-- name: InsertOutboundEvent :exec
 insert into outbound_new_events (message_id, user_id, event_type, payload, created_at, give_up_at)
 values ($1, $2, $3, $4, $5, $6)

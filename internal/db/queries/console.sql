@@ -135,6 +135,3 @@ where (outcome is null or outcome not in ('unresolved', 'invalid'))
 order by received_at desc, id
 limit sqlc.arg(max) offset sqlc.arg(skip);
 
--- name: InsertConsoleAudit :exec
-insert into console_audit (operator, action, target, result, created_at)
-values (sqlc.arg(operator), sqlc.arg(action), sqlc.arg(target), sqlc.arg(result), sqlc.arg(now));

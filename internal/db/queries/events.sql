@@ -58,3 +58,7 @@ where (sqlc.arg(provider) = '' or provider = sqlc.arg(provider))
   and received_at >= sqlc.arg(since)
   and (sqlc.arg(only_unprocessed) = false or processed_at is null or processing_error is not null)
 order by received_at, provider_event_id;
+
+-- name: EventUser :one
+-- The user a stored event concerns (null when it resolved to none), for the audit log.
+select user_id from provider_events where provider = sqlc.arg(provider) and provider_event_id = sqlc.arg(provider_event_id);

@@ -125,3 +125,7 @@ select (select count(*) from outbound_deliveries where status = 'pending') + (se
 
 -- name: CountNewEvents :one
 select count(*) from outbound_new_events;
+
+-- name: DeliveryUser :one
+-- The user a delivery is about (the audit log names them).
+select user_id from outbound_deliveries where id = sqlc.arg(id);
