@@ -311,6 +311,26 @@ func TestBrowserConsole(t *testing.T) {
 		})
 	})
 
+	t.Run("the audit log names the operator, and the customer's timeline shows the replay", func(t *testing.T) {
+		run("audit", chromedp.Navigate(base+"/admin/audit"), chromedp.WaitVisible(chromedp.CSS("table.audit")), shot("audit"))
+		got := textOf("table.audit tbody")
+		if !strings.Contains(got, "ops@example.test") || !strings.Contains(got, "replay") || !strings.Contains(got, "retry delivery") {
+			t.Fatalf("the audit log:\n%s", got)
+		}
+		run("audit by action", chromedp.Navigate(base+"/admin/audit?action=replay"), chromedp.WaitVisible(chromedp.CSS("table.audit")))
+		if got := textOf("table.audit tbody"); strings.Contains(got, "retry delivery") || !strings.Contains(got, "replay") {
+			t.Fatalf("the audit log of replays:\n%s", got)
+		}
+		var user string
+		if err := d.QueryRowContext(context.Background(), `select user_id from audit_log where action = 'replay'`).Scan(&user); err != nil {
+			t.Fatal(err)
+		}
+		run("customer", chromedp.Navigate(base+"/admin/customers/"+user), chromedp.WaitVisible(chromedp.CSS("#timeline")), shot("customer-action"))
+		if got := textOf("#timeline tr.action"); !strings.Contains(got, "replay") || !strings.Contains(got, "by ops@example.test") {
+			t.Fatalf("the replay on the customer's timeline: %q", got)
+		}
+	})
+
 	t.Run("plans", func(t *testing.T) {
 		run("plans", chromedp.Navigate(base+"/admin/plans"), chromedp.WaitVisible(chromedp.CSS("#plans")), shot("plans"))
 		pro := scalar(`select count(*) from subscriptions s join plans p on p.id = s.plan_id where p.key = 'pro' and s.status = 'active'`)

@@ -42,12 +42,13 @@ func Record(ctx context.Context, d *db.DB, e Entry) error {
 	})
 }
 
-// Filter selects records: since a time, and, where set, of one user, actor or action.
+// Filter selects records: from Since up to Until (zero: no end), and, where set, of one
+// user, actor or action.
 type Filter struct {
-	Since                 time.Time
+	Since, Until          time.Time
 	UserID, Actor, Action string
-	// Max is how many at most, newest first (default 100).
-	Max int
+	// Max is how many at most, newest first (default 100), after skipping Skip.
+	Max, Skip int
 }
 
 // List is the records f selects, newest first.
@@ -55,8 +56,12 @@ func List(ctx context.Context, d *db.DB, f Filter) ([]Entry, error) {
 	if f.Max <= 0 {
 		f.Max = 100
 	}
+	if f.Until.IsZero() {
+		f.Until = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
 	rows, err := dbq.New(d).ListAudit(ctx, dbq.ListAuditParams{
-		Since: f.Since.UTC(), UserID: sql.NullString{String: f.UserID, Valid: true}, Actor: f.Actor, Action: f.Action, Max: int32(f.Max),
+		Since: f.Since.UTC(), Until: f.Until.UTC(), UserID: sql.NullString{String: f.UserID, Valid: true}, Actor: f.Actor, Action: f.Action,
+		Max: int32(f.Max), Skip: int32(f.Skip),
 	})
 	if err != nil {
 		return nil, err

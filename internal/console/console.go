@@ -66,7 +66,7 @@ func New(opts Options) (*Console, error) {
 		opts.Clock = time.Now
 	}
 	c := &Console{opts: opts, pages: map[string]*template.Template{}, daily: parseDaily(opts.DB.Engine)}
-	for _, name := range []string{"overview", "customers", "customer", "events", "event", "deliveries", "plans", "message"} {
+	for _, name := range []string{"overview", "customers", "customer", "events", "event", "deliveries", "plans", "audit", "message"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, err

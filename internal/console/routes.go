@@ -23,6 +23,7 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /admin/deliveries", c.deliveries)
 	mux.HandleFunc("POST /admin/deliveries/{id}/retry", c.retry)
 	mux.HandleFunc("GET /admin/plans", c.plans)
+	mux.HandleFunc("GET /admin/audit", c.auditLog)
 	mux.Handle("GET /admin/static/", http.StripPrefix("/admin/", http.FileServerFS(staticFS)))
 	mux.HandleFunc("/admin/", c.opts.NotFound)
 	return c.operatorsOnly(c.readableQuery(recordRoute(mux)))

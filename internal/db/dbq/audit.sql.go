@@ -40,19 +40,21 @@ func (q *Queries) InsertAudit(ctx context.Context, arg InsertAuditParams) error 
 const listAudit = `-- name: ListAudit :many
 select id, actor, action, target, user_id, result, created_at
 from audit_log
-where created_at >= $1
-  and (user_id = $2 or $2 = '')
-  and (actor = $3 or $3 = '')
-  and (action = $4 or $4 = '')
+where created_at >= $1 and created_at < $2
+  and (user_id = $3 or $3 = '')
+  and (actor = $4 or $4 = '')
+  and (action = $5 or $5 = '')
 order by created_at desc, id desc
-limit $5
+limit $7 offset $6
 `
 
 type ListAuditParams struct {
 	Since  time.Time
+	Until  time.Time
 	UserID sql.NullString
 	Actor  string
 	Action string
+	Skip   int32
 	Max    int32
 }
 
@@ -66,13 +68,16 @@ type ListAuditRow struct {
 	CreatedAt time.Time
 }
 
-// The audit log, newest first, since a time, optionally of one user, actor or action.
+// The audit log, newest first, from since up to (not including) until, optionally of one
+// user, actor or action.
 func (q *Queries) ListAudit(ctx context.Context, arg ListAuditParams) ([]ListAuditRow, error) {
 	rows, err := q.db.QueryContext(ctx, listAudit,
 		arg.Since,
+		arg.Until,
 		arg.UserID,
 		arg.Actor,
 		arg.Action,
+		arg.Skip,
 		arg.Max,
 	)
 	if err != nil {
