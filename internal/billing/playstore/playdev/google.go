@@ -46,9 +46,8 @@ type Google struct {
 	products  map[string]*androidpublisher.ProductPurchase
 	acks      map[string]int
 	down      bool
-	// voided are the voided purchases listed, voidedReads how many times they were.
-	voided      []*androidpublisher.VoidedPurchase
-	voidedReads int
+	// voided are the voided purchases listed.
+	voided []*androidpublisher.VoidedPurchase
 	// reads are when each purchase was read (subscriptionsv2.get, products.get).
 	reads []time.Time
 	// keysHeld, while not nil, holds every request for the push keys until it is closed;
