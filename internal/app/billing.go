@@ -14,6 +14,8 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/adapty"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/checkout"
+	"github.com/tollgate/tollgate/internal/billing/grant"
+	"github.com/tollgate/tollgate/internal/billing/grants"
 	"github.com/tollgate/tollgate/internal/billing/mirror"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/plans"
@@ -34,6 +36,8 @@ type billingParts struct {
 	reader   *reader.Reader
 	checkout *checkout.Checkout
 	webhooks *webhooks.Webhooks
+	// grants are what support gives by hand, applied by the pipeline as provider "grant".
+	grants *grants.Grants
 }
 
 // provider is a store tollgate can hear: its name, whether the configuration turns it on,
@@ -136,6 +140,7 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) (*billingParts, erro
 			routed = append(routed, a)
 		}
 	}
+	all = append(all, grant.New()) // applied and replayed, never received: no webhook route
 	var m *mirror.Mirror
 	if schema := syncEngineSchema(cfg); schema != "" {
 		m = mirror.New(d, schema, e.log)
@@ -159,6 +164,7 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) (*billingParts, erro
 	}
 	b.checkout = checkout.New(d, e.log, b.reader, opts)
 	b.webhooks = webhooks.New(b.pipeline, e.log, webhooks.Options{Adapters: routed, MaxBody: cfg.WebhookMaxBody, Registerer: reg})
+	b.grants = grants.New(d, b.pipeline, e.log, nil)
 	return b, nil
 }
 

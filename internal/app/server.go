@@ -297,6 +297,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	go func() {
 		defer close(reconciling)
 		var each sync.WaitGroup // each provider on its own schedule and lease
+		each.Go(func() { s.billing.grants.Run(ctx) })
 		if s.reconciler != nil {
 			each.Go(func() { s.reconciler.Run(ctx, s.cfg.Reconcile.Interval) })
 		}

@@ -87,6 +87,10 @@ type Reading struct {
 	First   *Facts
 	// Decoded is the adapter's own reading, for Order and Apply.
 	Decoded any
+	// AnswerBefore, when set and earlier than the event's processing, is the instant whose
+	// answer a change announces as the previous one: for an end no store announces (a
+	// grant's), recorded after it passed, the answer changed at the end itself.
+	AnswerBefore time.Time
 	// Replaces, when set, is a subscription of the same provider that this one replaces
 	// (an upgrade): it ends at At. Its adapter's Apply is asked for its state with a
 	// Reading of type ReplacedEventType.
@@ -218,6 +222,9 @@ type Facts struct {
 	// product ids are the app's, as the mobile provider's are, names ProviderMobile).
 	Products  []string
 	PriceList string
+	// PlanKey, when set, names the plan itself, by its key in the plans file: a
+	// subscription no store sold (a grant) has no product to map.
+	PlanKey string
 	// Amount and Currency, when the provider sends them: the price per billing period in
 	// the currency's minor unit, quantity included. Period is that billing period as an
 	// ISO 8601 duration ("P1M", "P1Y"), "" when unknown.

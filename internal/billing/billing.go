@@ -19,6 +19,9 @@ const (
 	// The app stores heard directly, beside the mobile provider.
 	ProviderAppStore  = "appstore"
 	ProviderPlayStore = "playstore"
+	// ProviderGrant is what support gives by hand: one plan to one user until an end,
+	// sold by no store. Its end is its own; no event announces it.
+	ProviderGrant = "grant"
 )
 
 // InApp says whether provider sells in the mobile app: its subscriptions are changed in

@@ -45,6 +45,21 @@ var (
 		"The store does not vouch for this purchase.")
 	ErrPurchaseOfAnother = newError(KindConflict, "the purchase belongs to another user", "purchase-of-another", "Another user's purchase",
 		"This purchase is linked to another user; nothing changed.")
+
+	// Grants.
+	ErrGrantPlan = newError(KindInvalid, "no such plan", "invalid-grant", "Unknown plan",
+		"There is no such plan to grant; `tollgate plans list` lists them.")
+	ErrGrantEnd = newError(KindInvalid, "the end must be in the future", "invalid-grant", "End not in the future",
+		"A grant's end (until) must be in the future, or its duration above zero.")
+	ErrGrantLength = newError(KindInvalid, "give either an end or a duration", "invalid-grant", "End or duration",
+		"Give the grant's end as until (an RFC 3339 time) or duration (such as 30d, 12h or 90m), exactly one of them.")
+	ErrGrantReason = newError(KindInvalid, "a reason is required", "invalid-grant", "Reason required",
+		"Say why, in reason: the audit log keeps it.")
+	ErrGrantUser = newError(KindInvalid, "the user id must be a UUID", "invalid-grant", "Invalid user",
+		"A grant's user is an identity user's id, a UUID.")
+	ErrNoGrant    = newError(KindNotFound, "no such grant", "no-grant", "No such grant", "There is no such grant for this user.")
+	ErrGrantEnded = newError(KindConflict, "the grant has already ended", "grant-ended", "Grant ended",
+		"This grant has already ended or been revoked; nothing changed.")
 )
 
 // ManagedInAppMessage is the one answer, on the API and the account page, to a user whom

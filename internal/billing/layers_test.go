@@ -21,6 +21,7 @@ var layers = map[string]int{
 	"internal/billing/adapty":    1,
 	"internal/billing/appstore":  1,
 	"internal/billing/playstore": 1,
+	"internal/billing/grant":     1,
 	"internal/billing/plans":     2, // the plan catalogue and the sync engine's mirror
 	"internal/billing/mirror":    2,
 	"internal/billing/pipeline":  3, // the one ingestion path
@@ -28,12 +29,13 @@ var layers = map[string]int{
 	"internal/billing/checkout":  4, // what the surfaces call
 	"internal/billing/webhooks":  4,
 	"internal/billing/reconcile": 4, // the pipeline against a provider's API, on a schedule
+	"internal/billing/grants":    4, // grants made, listed and ended
 	"internal/api":               5, // surfaces
 	"internal/web":               5,
 	"internal/app":               6,
 }
 
-var adapters = []string{"internal/billing/stripe", "internal/billing/adapty", "internal/billing/appstore", "internal/billing/playstore"}
+var adapters = []string{"internal/billing/stripe", "internal/billing/adapty", "internal/billing/appstore", "internal/billing/playstore", "internal/billing/grant"}
 
 // goList gives each package's imports of this module: direct, or with -deps every one it
 // depends on, without test files.

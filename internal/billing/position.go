@@ -87,9 +87,10 @@ func (e Entitlements) Limit(name string) (int64, bool) {
 }
 
 // UsagePeriodEnd is when the current usage period ends: the governing subscription's
-// period end, else the end of the calendar month in UTC.
+// period end, else the end of the calendar month in UTC. A grant's end is no billing
+// period, so usage under a grant counts by calendar month.
 func (e Entitlements) UsagePeriodEnd() time.Time {
-	if e.governing != nil && e.governing.CurrentPeriodEnd != nil {
+	if e.governing != nil && e.governing.CurrentPeriodEnd != nil && e.governing.Provider != ProviderGrant {
 		return e.governing.CurrentPeriodEnd.UTC()
 	}
 	return MonthEnd(e.At)
@@ -108,6 +109,16 @@ func (e Entitlements) ManagedInApp() bool {
 	return inApp && !web
 }
 
+// Shown is the status the subscription is shown with at t: its own, except that a grant
+// reads expired from its end, whether or not that end has been recorded yet (no event
+// announces it, so a sweep records it shortly after).
+func (s Subscription) Shown(t time.Time) string {
+	if s.Provider == ProviderGrant && !s.Entitling(t) {
+		return StatusExpired
+	}
+	return s.Status
+}
+
 // Catalogue is every plan, its entitlement values, the default plan, and which plan each
 // provider's price or product sells. Once built it is only read, so it may be shared.
 type Catalogue struct {
@@ -122,6 +133,16 @@ type Catalogue struct {
 
 // PriceKey is a provider's price (web) or product (mobile) id.
 type PriceKey struct{ Provider, ID string }
+
+// PlanByKey is the plan whose key is key.
+func (c Catalogue) PlanByKey(key string) (Plan, bool) {
+	for _, p := range c.Plans {
+		if p.Key == key {
+			return p, true
+		}
+	}
+	return Plan{}, false
+}
 
 // PlanFor is the highest-tier plan selling any of a provider's price or product ids.
 func (c Catalogue) PlanFor(provider string, ids []string) (Plan, bool) {

@@ -46,7 +46,8 @@ func ViewOf(e Entitlements, used map[string]int64) BillingView {
 		shown = &e.Subscriptions[0]
 	}
 	if shown != nil {
-		v.Status, v.Provider, v.CurrentPeriodEnd = &shown.Status, &shown.Provider, shown.CurrentPeriodEnd
+		status := shown.Shown(e.At)
+		v.Status, v.Provider, v.CurrentPeriodEnd = &status, &shown.Provider, shown.CurrentPeriodEnd
 	}
 	for name := range e.Effective {
 		if limit, ok := e.Limit(name); ok {

@@ -45,6 +45,7 @@ func (p *Pipeline) apply(ctx context.Context, w *work, r billing.Reading, eventI
 		return "", err
 	}
 	w.noteBefore(r.Subscription, ps)
+	w.answerBefore = r.AnswerBefore
 	if r.Payment != nil {
 		return p.applyPayment(ctx, w, r, ps)
 	}
@@ -157,7 +158,7 @@ func (p *Pipeline) applyPayment(ctx context.Context, w *work, r billing.Reading,
 		if _, err := p.resolveCustomer(ctx, w, *r.First, 0, sql.NullTime{}); err != nil {
 			return "", err
 		}
-		if _, err := p.resolvePlan(ctx, w, r.First.PriceList, r.First.Products); err != nil {
+		if _, err := p.resolvePlan(ctx, w, *r.First); err != nil {
 			return "", err
 		}
 	}
@@ -222,7 +223,7 @@ func (p *Pipeline) materialise(ctx context.Context, w *work, ps providerSubscrip
 	if noDuration != nil {
 		return "", noDuration
 	}
-	plan, err := p.resolvePlan(ctx, w, f.PriceList, f.Products)
+	plan, err := p.resolvePlan(ctx, w, f)
 	if err != nil {
 		return "", err
 	}
@@ -319,17 +320,24 @@ func (p *Pipeline) resolveCustomer(ctx context.Context, w *work, f billing.Facts
 	return billingCustomer{c.ID, f.UserID}, nil
 }
 
-// resolvePlan finds the highest-tier plan that sells any of the price (or product) ids in
-// list (the adapter's own when empty), by the mapping of the plan catalogue the work's
-// transaction sees.
-func (p *Pipeline) resolvePlan(ctx context.Context, w *work, list string, priceIDs []string) (int64, error) {
+// resolvePlan finds the plan the facts name by its key, else the highest-tier plan that
+// sells any of their price (or product) ids in their price list (the adapter's own when
+// empty), by the mapping of the plan catalogue the work's transaction sees.
+func (p *Pipeline) resolvePlan(ctx context.Context, w *work, f billing.Facts) (int64, error) {
 	c, err := p.catalogues.At(ctx, w.Queries, w.plansVersion)
 	if err != nil {
 		return 0, err
 	}
-	plan, ok := c.PlanFor(cmp.Or(list, w.adapter.Provider()), priceIDs)
+	if f.PlanKey != "" {
+		plan, ok := c.PlanByKey(f.PlanKey)
+		if !ok {
+			return 0, billing.NewUnresolved("no such plan", "plan", f.PlanKey)
+		}
+		return plan.ID, nil
+	}
+	plan, ok := c.PlanFor(cmp.Or(f.PriceList, w.adapter.Provider()), f.Products)
 	if !ok {
-		return 0, billing.NewUnresolved("unmapped price or product", "price_ids", priceIDs)
+		return 0, billing.NewUnresolved("unmapped price or product", "price_ids", f.Products)
 	}
 	return plan.ID, nil
 }

@@ -52,7 +52,11 @@ func (p *Pipeline) upsertSubscription(ctx context.Context, q *work, userID strin
 	if old != nil && old.userID == userID && old.PlanID == arg.PlanID && old.Status == arg.Status && sameTime(old.CurrentPeriodEnd, arg.CurrentPeriodEnd) {
 		return nil // the row stands as it would be written (UpsertSubscription's condition)
 	}
-	payload, changed, err := p.changeOf(ctx, q, userID, before, after, plans, usage, now)
+	previousAt := now
+	if !q.answerBefore.IsZero() && q.answerBefore.Before(now) {
+		previousAt = q.answerBefore
+	}
+	payload, changed, err := p.changeOf(ctx, q, userID, before, after, plans, usage, previousAt, now)
 	if err != nil {
 		return err
 	}
@@ -237,7 +241,7 @@ func byRecency(rows []dbq.ListUserSubscriptionsRow, row dbq.ListUserSubscription
 // from the answer from rows after. usage holds the counters both may show, or is nil for
 // them to be read.
 func (p *Pipeline) compareAnswers(ctx context.Context, q *work, userID string, before, after []dbq.ListUserSubscriptionsRow, plans billing.Catalogue, usage []dbq.ListUsageInPeriodsRow, now time.Time) error {
-	payload, changed, err := p.changeOf(ctx, q, userID, before, after, plans, usage, now)
+	payload, changed, err := p.changeOf(ctx, q, userID, before, after, plans, usage, now, now)
 	if err != nil || !changed {
 		return err
 	}
@@ -248,10 +252,11 @@ func (p *Pipeline) compareAnswers(ctx context.Context, q *work, userID string, b
 	return outbound.Record(ctx, q.Queries, userID, billing.EntitlementsChanged, payload, now)
 }
 
-// changeOf says whether userID's answer at now from rows before differs from the answer
-// from rows after (see compareAnswers) and, if so and changes are announced, gives the
-// entitlements.changed event's body.
-func (p *Pipeline) changeOf(ctx context.Context, q *work, userID string, before, after []dbq.ListUserSubscriptionsRow, plans billing.Catalogue, usage []dbq.ListUsageInPeriodsRow, now time.Time) ([]byte, bool, error) {
+// changeOf says whether userID's answer at previousAt from rows before differs from the
+// answer at now from rows after (see compareAnswers) and, if so and changes are
+// announced, gives the entitlements.changed event's body. previousAt is now but for an
+// end recorded after it passed (Reading.AnswerBefore).
+func (p *Pipeline) changeOf(ctx context.Context, q *work, userID string, before, after []dbq.ListUserSubscriptionsRow, plans billing.Catalogue, usage []dbq.ListUsageInPeriodsRow, previousAt, now time.Time) ([]byte, bool, error) {
 	var mirrored []billing.Subscription
 	if p.mirror != nil {
 		var err error
@@ -261,7 +266,7 @@ func (p *Pipeline) changeOf(ctx context.Context, q *work, userID string, before,
 	}
 	on := p.mirror != nil
 	previous, current, err := viewsOf(ctx, q.Queries,
-		billing.Position(userID, now, catalogue.Subscriptions(before, mirrored, on), plans),
+		billing.Position(userID, previousAt, catalogue.Subscriptions(before, mirrored, on), plans),
 		billing.Position(userID, now, catalogue.Subscriptions(after, mirrored, on), plans), usage)
 	if err != nil {
 		return nil, false, err

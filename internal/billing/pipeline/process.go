@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/db/dbq"
@@ -66,6 +67,8 @@ type work struct {
 	changed []string
 	user    string
 	named   string
+	// answerBefore is the reading's Reading.AnswerBefore.
+	answerBefore time.Time
 	// record is what the event did to its subscription, stored with the event.
 	record record
 }
