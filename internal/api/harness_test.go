@@ -25,6 +25,8 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/adapty"
 	"github.com/tollgate/tollgate/internal/billing/checkout"
+	"github.com/tollgate/tollgate/internal/billing/grant"
+	"github.com/tollgate/tollgate/internal/billing/grants"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/billing/reader"
@@ -195,7 +197,7 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 		d = dbtest.SQLite(t)
 	}
 	h.billing = reader.New(d, log, reader.Options{AnswersMaxAge: cfg.answersMaxAge})
-	h.pipeline = pipeline.New(d, log, pipeline.Options{Adapters: append([]billing.Adapter{stripe.New(""), adapty.New("", nil)}, cfg.adapters...), Clock: cfg.clock})
+	h.pipeline = pipeline.New(d, log, pipeline.Options{Adapters: append([]billing.Adapter{stripe.New(""), adapty.New("", nil), grant.New()}, cfg.adapters...), Clock: cfg.clock})
 	h.pipeline.OnCommit(h.billing.Forget)
 	checkoutOpts := checkout.Options{}
 	if cfg.checkout != nil {
@@ -228,7 +230,7 @@ plans:
 	}
 	t.Cleanup(func() { h.throttles.Close() })
 	mux := http.NewServeMux()
-	New(Options{Billing: h.billing, Checkout: purchases, Purchases: h.pipeline, Verifier: h.verifier, Keys: h.serviceKeys, Throttles: h.throttles, CORS: cfg.cors, SwaggerUI: true, Log: log,
+	New(Options{Billing: h.billing, Checkout: purchases, Purchases: h.pipeline, Grants: grants.New(d, h.pipeline, log, cfg.clock), Verifier: h.verifier, Keys: h.serviceKeys, Throttles: h.throttles, CORS: cfg.cors, SwaggerUI: true, Log: log,
 		PerIP: cfg.perIP, PerToken: cfg.perToken}).Routes(mux)
 	h.handler = mux
 	return h

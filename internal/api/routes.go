@@ -15,6 +15,7 @@ import (
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/checkout"
+	"github.com/tollgate/tollgate/internal/billing/grants"
 	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/knownusers"
 	"github.com/tollgate/tollgate/internal/problem"
@@ -35,6 +36,8 @@ type Options struct {
 	Checkout *checkout.Checkout
 	// Purchases applies the purchases apps report (POST /api/v1/billing/purchases).
 	Purchases Purchases
+	// Grants makes, lists and revokes grants (the service routes …/users/{user_id}/grants).
+	Grants *grants.Grants
 	Verifier  *Verifier
 	// Users records the users whose tokens are verified, once per session; nil records none.
 	Users *knownusers.Recorder
@@ -235,6 +238,53 @@ func (a *API) register(api huma.API) {
 		Security:    forServices,
 		Errors:      []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}, a.recordUserUsage)
+
+	a.registerGrants(api)
+}
+
+// registerGrants is the service API's grant routes.
+func (a *API) registerGrants(api huma.API) {
+	refusals := []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusConflict,
+		http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable}
+	huma.Register(api, huma.Operation{
+		OperationID:   "create-user-grant",
+		Method:        http.MethodPost,
+		Path:          "/api/v1/users/{user_id}/grants",
+		DefaultStatus: http.StatusCreated,
+		Summary:       "Grant a user a plan until an end",
+		Description: "Gives the user the plan from now until `until` (RFC 3339) or for `duration` (90m, 12h, 30d), for a " +
+			"`reason`, as provider `grant`: every answer counts it like a subscription, the best plan winning, and it " +
+			"ends by itself (an entitlements.changed webhook announces its start and its end). Recorded in the audit " +
+			"log as the service key. 422 for a plan that does not exist, an end not in the future, neither or both of " +
+			"until and duration, or no reason.",
+		Tags:     []string{"service"},
+		Security: forServices,
+		Errors:   refusals,
+	}, a.addGrant)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "list-user-grants",
+		Method:      http.MethodGet,
+		Path:        "/api/v1/users/{user_id}/grants",
+		Summary:     "A user's grants",
+		Description: "Every grant of the user, newest first, ended or not.",
+		Tags:        []string{"service"},
+		Security:    forServices,
+		Errors:      refusals,
+	}, a.listGrants)
+
+	huma.Register(api, huma.Operation{
+		OperationID: "revoke-user-grant",
+		Method:      http.MethodDelete,
+		Path:        "/api/v1/users/{user_id}/grants/{grant_id}",
+		Summary:     "Revoke a grant now",
+		Description: "Ends the grant at once and answers it as ended. The reason is required, as `?reason=` or a JSON " +
+			"`{\"reason\": …}` body (422 without one). 404 when the user has no such grant; 409 when it has already " +
+			"ended or been revoked.",
+		Tags:     []string{"service"},
+		Security: forServices,
+		Errors:   refusals,
+	}, a.revokeGrant)
 }
 
 // guard puts the /api/* middleware in front of next.

@@ -107,6 +107,7 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 		Billing:   s.billing.reader,
 		Checkout:  s.billing.checkout,
 		Purchases: s.billing.pipeline,
+		Grants:    s.billing.grants,
 		Keys:      servicekeys.New(d),
 		Verifier:  api.NewVerifier(s.keys, api.VerifierOptions{Issuer: e.cfg.AuthJWTIssuer, Audience: e.cfg.AuthJWTAudience, HS256Secret: e.cfg.AuthJWTSecret}),
 		Throttles: throttles,
