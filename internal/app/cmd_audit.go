@@ -17,7 +17,7 @@ func cmdAuditList(fs *flag.FlagSet) command {
 	since := fs.String("since", "30d", "from this time (RFC 3339) or this long ago (30d, 12h)")
 	limit := fs.Int("limit", 100, "at most this many, newest first")
 	return command{
-		help: "Lists the audit log, newest first: every action that changed billing state by hand — console\nreplays and retries, and the commands that do (plans sync, reconcile, events replay,\ndeliveries retry, keys create and revoke) — with when, who, what, on what, the user it\nconcerned and how it went.",
+		help: "Lists the audit log, newest first: every action that changed billing state by hand —\nconsole replays, retries, grants and revocations; grants made or revoked with a service\nkey; the commands that do (plans sync, reconcile, events replay, deliveries retry, keys\ncreate and revoke, grants add and revoke) — with when, who, what, on what, the user it\nconcerned and how it went.",
 		run: func(ctx context.Context, e env) error {
 			from, err := sinceOrAgo(*since, time.Now())
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
@@ -16,15 +17,16 @@ import (
 func cmdEventsReplay(fs *flag.FlagSet) command {
 	var filter pipeline.ReplayFilter
 	var since string
-	fs.StringVar(&filter.Provider, "provider", "", "only events of this provider: "+oneOf(providerNames()))
+	providers := append(providerNames(), billing.ProviderGrant) // a grant's steps replay too
+	fs.StringVar(&filter.Provider, "provider", "", "only events of this provider: "+oneOf(providers))
 	fs.StringVar(&since, "since", "", "only events first received at or after this RFC 3339 time")
 	fs.StringVar(&filter.EventID, "id", "", "only the event with this provider event id")
 	fs.BoolVar(&filter.Unprocessed, "unprocessed", false, "only events not processed yet or stored with a processing error")
 	return command{
 		help: "Re-runs stored provider_events through the processors. Replaying is idempotent.",
 		check: func([]string) error {
-			if filter.Provider != "" && !slices.Contains(providerNames(), filter.Provider) {
-				return fmt.Errorf("--provider: want %s, got %q", oneOf(providerNames()), filter.Provider)
+			if filter.Provider != "" && !slices.Contains(providers, filter.Provider) {
+				return fmt.Errorf("--provider: want %s, got %q", oneOf(providers), filter.Provider)
 			}
 			if since != "" {
 				t, err := time.Parse(time.RFC3339, since)

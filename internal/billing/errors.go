@@ -48,7 +48,7 @@ var (
 
 	// Grants.
 	ErrGrantPlan = newError(KindInvalid, "no such plan", "invalid-grant", "Unknown plan",
-		"There is no such plan to grant; `tollgate plans list` lists them.")
+		"There is no such plan to grant: name a plan of the plans file by its key.")
 	ErrGrantEnd = newError(KindInvalid, "the end must be in the future", "invalid-grant", "End not in the future",
 		"A grant's end (until) must be in the future, or its duration above zero.")
 	ErrGrantLength = newError(KindInvalid, "give either an end or a duration", "invalid-grant", "End or duration",
