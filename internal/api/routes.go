@@ -37,8 +37,8 @@ type Options struct {
 	// Purchases applies the purchases apps report (POST /api/v1/billing/purchases).
 	Purchases Purchases
 	// Grants makes, lists and revokes grants (the service routes …/users/{user_id}/grants).
-	Grants *grants.Grants
-	Verifier  *Verifier
+	Grants   *grants.Grants
+	Verifier *Verifier
 	// Users records the users whose tokens are verified, once per session; nil records none.
 	Users *knownusers.Recorder
 	// Keys checks service keys; nil admits none.

@@ -23,7 +23,7 @@ func cmdGrantsAdd(fs *flag.FlagSet) command {
 	fs.StringVar(&r.Reason, "reason", "", "why, kept with the grant and in the audit log (required)")
 	return command{
 		required: []string{"user", "plan", "reason"},
-		help: "Grants a user a plan until an end, as provider grant: every answer counts it like a\nsubscription (the best plan wins) until it ends by itself or is revoked. Prints the grant:\nid, user, plan, end, reason.",
+		help:     "Grants a user a plan until an end, as provider grant: every answer counts it like a\nsubscription (the best plan wins) until it ends by itself or is revoked. Prints the grant:\nid, user, plan, end, reason.",
 		check: func([]string) error {
 			if (until == "") == (length == "") {
 				return errors.New("give the end as --until TIME or --for DURATION, one of them")
