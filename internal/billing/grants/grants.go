@@ -44,7 +44,9 @@ func New(d *db.DB, p *pipeline.Pipeline, log *slog.Logger, clock func() time.Tim
 	return &Grants{db: d, pipeline: p, log: log, clock: clock, added: make(chan struct{}, 1)}
 }
 
-func (g *Grants) now() time.Time { return g.clock().UTC() }
+// now is the time to the microsecond, as finely as Postgres keeps it: a grant's end is
+// stored as its subscription's period end and compared with it.
+func (g *Grants) now() time.Time { return g.clock().UTC().Truncate(time.Microsecond) }
 
 // Request asks for a grant: one plan (by its key) to one user, until Until or for For
 // (exactly one of them), for a reason, on the word of By (an operator's e-mail,
@@ -91,10 +93,11 @@ func (r Request) check(ctx context.Context, q *dbq.Queries, now time.Time) (time
 	case r.Until.IsZero() == (r.For == 0):
 		return time.Time{}, billing.ErrGrantLength
 	}
-	end := r.Until.UTC()
+	end := r.Until
 	if r.For != 0 {
 		end = now.Add(r.For)
 	}
+	end = end.UTC().Truncate(time.Microsecond)
 	if !end.After(now) {
 		return time.Time{}, billing.ErrGrantEnd
 	}
