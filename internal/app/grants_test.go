@@ -56,7 +56,9 @@ func TestAGrantEndsByItselfOnEveryInstance(t *testing.T) {
 			}
 			plan := func(env map[string]string) string {
 				t.Helper()
-				var me struct{ Billing struct{ Plan struct{ Key string } } }
+				var me struct {
+					Billing struct{ Plan struct{ Key string } }
+				}
 				getJSON(t, env["PUBLIC_URL"]+"/api/v1/me", "Bearer "+session.AccessToken, &me)
 				return me.Billing.Plan.Key
 			}
@@ -74,7 +76,9 @@ func TestAGrantEndsByItselfOnEveryInstance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var made struct{ Ends time.Time `json:"ends_at"` }
+			var made struct {
+				Ends time.Time `json:"ends_at"`
+			}
 			if resp.StatusCode != http.StatusCreated || json.NewDecoder(resp.Body).Decode(&made) != nil {
 				t.Fatalf("grant: %d", resp.StatusCode)
 			}
