@@ -24,6 +24,8 @@ var consoleRoutes = []struct{ method, path string }{
 	{"GET", "/admin/events"}, {"GET", "/admin/events/00000000-0000-4000-8000-000000000001"}, {"GET", "/admin/deliveries"},
 	{"GET", "/admin/plans"}, {"GET", "/admin/static/console.css"}, {"GET", "/admin/nothing"},
 	{"POST", "/admin/events/00000000-0000-4000-8000-000000000001/replay"}, {"POST", "/admin/deliveries/1/retry"},
+	{"POST", "/admin/customers/00000000-0000-4000-8000-000000000001/grants"},
+	{"POST", "/admin/customers/00000000-0000-4000-8000-000000000001/grants/00000000-0000-4000-8000-000000000002/revoke"},
 }
 
 // signedInClient is a browser-like client signed in through the forms as email.
@@ -105,10 +107,13 @@ func TestConsoleAccess(t *testing.T) {
 					t.Errorf("an operator's %s: %d, want 400", path, resp.StatusCode)
 				}
 			}
-			resp, _ = fetch(t, operator, "POST", base+"/admin/deliveries/1/retry", http.Header{"Sec-Fetch-Site": {"cross-site"}, "Origin": {"https://evil.example"}})
-			if resp.StatusCode != http.StatusForbidden {
-				t.Errorf("a cross-site POST: %d", resp.StatusCode)
+			for _, path := range []string{"/admin/deliveries/1/retry", "/admin/customers/" + h.usd + "/grants?plan=pro&for=30d&reason=x"} {
+				resp, _ = fetch(t, operator, "POST", base+path, http.Header{"Sec-Fetch-Site": {"cross-site"}, "Origin": {"https://evil.example"}})
+				if resp.StatusCode != http.StatusForbidden {
+					t.Errorf("a cross-site POST to %s: %d", path, resp.StatusCode)
+				}
 			}
+			consoleGrantRefusals(t, base, operator, h.usd)
 			for _, path := range []string{"/admin", "/admin/customers", "/admin/customers?q=" + h.usd, "/admin/customers/" + h.churned, "/admin/events", "/admin/deliveries", "/admin/plans"} {
 				resp, body := fetch(t, operator, "GET", base+path, nil)
 				if resp.StatusCode != http.StatusOK {
@@ -130,6 +135,41 @@ func TestConsoleAccess(t *testing.T) {
 			}
 			unresolvedEventNamesItsCustomer(t, env["DATABASE_URL"], base, operator, h.unmapped)
 		})
+	}
+}
+
+// consoleGrantRefusals: the Grant form refuses what cannot be granted, 422 with why and
+// what was typed kept; a grant that is not the customer's is 404; nothing is granted.
+func consoleGrantRefusals(t *testing.T, base string, operator *http.Client, user string) {
+	t.Helper()
+	post := func(path string, form url.Values) (*http.Response, string) {
+		t.Helper()
+		resp, err := operator.PostForm(base+path, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp, string(body)
+	}
+	for _, c := range []struct {
+		form url.Values
+		want string
+	}{
+		{url.Values{"plan": {"platinum"}, "for": {"30d"}, "reason": {"typed reason"}}, "There is no such plan to grant"},
+		{url.Values{"plan": {"pro"}, "for": {"soon"}, "reason": {"typed reason"}}, "or duration (such as 30d"},
+		{url.Values{"plan": {"pro"}, "for": {"30d"}, "reason": {" "}}, "Say why, in reason"},
+	} {
+		resp, body := post("/admin/customers/"+user+"/grants", c.form)
+		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, c.want) || !strings.Contains(body, `value="`+c.form.Get("for")+`"`) {
+			t.Errorf("%v: %d, want 422 saying %q with the form kept", c.form, resp.StatusCode, c.want)
+		}
+	}
+	if resp, _ := post("/admin/customers/"+user+"/grants/00000000-0000-4000-8000-0000000000ff/revoke", url.Values{"reason": {"x"}}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("revoking no grant: %d", resp.StatusCode)
+	}
+	if _, page := fetch(t, operator, "GET", base+"/admin/customers/"+user, nil); !strings.Contains(page, "No grants.") {
+		t.Error("a refused grant was made")
 	}
 }
 

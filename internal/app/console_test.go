@@ -311,11 +311,45 @@ func TestBrowserConsole(t *testing.T) {
 		})
 	})
 
+	t.Run("grant a plan and revoke it from the customer page", func(t *testing.T) {
+		run("customer", chromedp.Navigate(base+"/admin/customers/"+h.churned), chromedp.WaitVisible(chromedp.CSS("#grant-form")))
+		if got := textOf("#plan"); got != "Free" {
+			t.Fatalf("before the grant the plan is %q", got)
+		}
+		run("grant", chromedp.SetValue(chromedp.CSS(`#grant-form select[name="plan"]`), "pro"),
+			chromedp.SetValue(chromedp.CSS(`#grant-form input[name="for"]`), "14d"),
+			chromedp.SetValue(chromedp.CSS(`#grant-form input[name="reason"]`), "Support: export bug #12"),
+			chromedp.Click(chromedp.CSS(`#grant-form button`)), chromedp.WaitVisible(chromedp.CSS(".notice")), shot("customer-grant"))
+		if got := textOf("#plan") + " " + textOf("#grant-list tbody"); !strings.HasPrefix(got, "Pro ") || !strings.Contains(got, "active") ||
+			!strings.Contains(got, "Support: export bug #12") || !strings.Contains(got, "ops@example.test") {
+			t.Fatalf("after the grant: %q", got)
+		}
+		if n := scalar(`select count(*) from subscriptions where provider = 'grant' and status = 'active'`); n != 1 {
+			t.Fatalf("%v live grants in the database", n)
+		}
+		run("revoke", chromedp.SetValue(chromedp.CSS(`#grant-list input[name="reason"]`), "Fixed in 2.4"),
+			chromedp.Click(chromedp.CSS(`#grant-list button`)), chromedp.WaitNotPresent(chromedp.CSS(`#grant-list button`)),
+			chromedp.WaitVisible(chromedp.CSS(".notice")))
+		if got := textOf("#plan") + " " + textOf("#grant-list tbody"); !strings.HasPrefix(got, "Free ") || !strings.Contains(got, "expired") ||
+			!strings.Contains(got, "revoked: Fixed in 2.4") {
+			t.Fatalf("after the revocation: %q", got)
+		}
+		if got := textOf("#timeline tbody"); !strings.Contains(got, "grant.revoked") || !strings.Contains(got, "grant.created") {
+			t.Fatalf("the grant's steps on the timeline:\n%s", got)
+		}
+		acts := textOf("#timeline tr.action")
+		if !strings.Contains(acts, "revoke") || !strings.Contains(acts, "grant") || !strings.Contains(acts, "by ops@example.test") {
+			t.Fatalf("the grant and revocation on the customer's timeline: %q", acts)
+		}
+	})
+
 	t.Run("the audit log names the operator, and the customer's timeline shows the replay", func(t *testing.T) {
 		run("audit", chromedp.Navigate(base+"/admin/audit"), chromedp.WaitVisible(chromedp.CSS("table.audit")), shot("audit"))
 		got := textOf("table.audit tbody")
-		if !strings.Contains(got, "ops@example.test") || !strings.Contains(got, "replay") || !strings.Contains(got, "retry delivery") {
-			t.Fatalf("the audit log:\n%s", got)
+		for _, action := range []string{"replay", "retry delivery", "grant", "revoke"} {
+			if !strings.Contains(got, "ops@example.test") || !strings.Contains(got, action) {
+				t.Fatalf("the audit log has no %s by the operator:\n%s", action, got)
+			}
 		}
 		run("audit by action", chromedp.Navigate(base+"/admin/audit?action=replay"), chromedp.WaitVisible(chromedp.CSS("table.audit")))
 		if got := textOf("table.audit tbody"); strings.Contains(got, "retry delivery") || !strings.Contains(got, "replay") {

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/billing/grants"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/db"
@@ -39,9 +40,11 @@ type Options struct {
 	// (nil: nobody); NotFound the site's own 404 page, which outsiders get.
 	CurrentUser func(ctx context.Context) (*identity.User, error)
 	NotFound    http.HandlerFunc
-	// Billing answers a customer's billing view; Pipeline replays events.
+	// Billing answers a customer's billing view; Pipeline replays events; Grants makes
+	// and revokes grants.
 	Billing  *reader.Reader
 	Pipeline *pipeline.Pipeline
+	Grants   *grants.Grants
 	// Wake tells the outbound deliverer that a delivery was queued again; nil when
 	// outbound webhooks are off.
 	Wake func()
@@ -101,6 +104,8 @@ var notices = map[string]string{
 	"replayed":      "The event was replayed.",
 	"retried":       "The delivery is queued to be sent again.",
 	"not-retryable": "That delivery was already delivered, or is gone.",
+	"granted":       "The plan is granted.",
+	"revoked":       "The grant is revoked.",
 }
 
 // render writes a page.

@@ -118,6 +118,8 @@ type customerData struct {
 	View          billing.BillingView
 	ViewJSON      string
 	Subscriptions []subscriptionRow
+	Grants        []grantRow
+	Grant         grantForm
 	Timeline      []timelineEntry
 	Page          int
 	More          bool
@@ -130,39 +132,46 @@ type subscriptionRow struct {
 }
 
 // customer is GET /admin/customers/{user_id}: the billing answer /api/v1/me gives, each
-// provider subscription, and the timeline of the events that name the user.
+// provider subscription, the grants, and the timeline of the events that name the user.
 func (c *Console) customer(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	userID := strings.ToLower(r.PathValue("user_id"))
 	if !billing.IsUUID(userID) {
 		c.fail(w, r, errNoSuchThing)
 		return
 	}
-	pageNo := pageNumber(r)
-	data := customerData{UserID: userID, Page: pageNo}
+	data, err := c.customerPage(r.Context(), userID, pageNumber(r), grantForm{For: "30d"})
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "customer", page{Title: "Customer", Section: "customers", Data: data})
+}
+
+// customerPage is what the customer page shows of userID, with the timeline's page pageNo
+// and the grant form as form fills it.
+func (c *Console) customerPage(ctx context.Context, userID string, pageNo int, form grantForm) (customerData, error) {
+	data := customerData{UserID: userID, Page: pageNo, Grant: form}
 	if known, err := dbq.New(c.opts.DB).GetKnownUser(ctx, userID); err == nil {
 		data.Email = known.Email
 	}
 	var err error
 	if data.View, err = c.opts.Billing.View(ctx, userID); err != nil {
-		c.fail(w, r, err)
-		return
+		return data, err
 	}
 	pretty, _ := json.MarshalIndent(data.View, "", "  ")
 	data.ViewJSON = string(pretty)
 	subs, err := dbq.New(c.opts.DB).CustomerSubscriptions(ctx, userID)
 	if err != nil {
-		c.fail(w, r, err)
-		return
+		return data, err
 	}
 	for _, s := range subs {
 		data.Subscriptions = append(data.Subscriptions, subscriptionRow{s, priceText(s.Amount, s.Currency, s.BillingPeriod), dashboardURL(s.Provider, s.ProviderSubscriptionID)})
 	}
-	if data.Timeline, data.More, err = c.timeline(ctx, userID, pageNo); err != nil {
-		c.fail(w, r, err)
-		return
+	if data.Grants, data.Grant.Plans, err = c.grantsOf(ctx, userID); err != nil {
+		return data, err
 	}
-	c.render(w, r, http.StatusOK, "customer", page{Title: "Customer", Section: "customers", Data: data})
+	data.Timeline, data.More, err = c.timeline(ctx, userID, pageNo)
+	return data, err
 }
 
 // pageNumber is the ?page= of a paged table, from 1.

@@ -17,6 +17,8 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /admin/{$}", c.overview)
 	mux.HandleFunc("GET /admin/customers", c.customers)
 	mux.HandleFunc("GET /admin/customers/{user_id}", c.customer)
+	mux.HandleFunc("POST /admin/customers/{user_id}/grants", c.addGrant)
+	mux.HandleFunc("POST /admin/customers/{user_id}/grants/{grant_id}/revoke", c.revokeGrant)
 	mux.HandleFunc("GET /admin/events", c.events)
 	mux.HandleFunc("GET /admin/events/{id}", c.event)
 	mux.HandleFunc("POST /admin/events/{id}/replay", c.replay)
