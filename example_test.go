@@ -59,6 +59,8 @@ func ExampleApp_API() {
 	// /api/v1/me
 	// /api/v1/usage/{name}
 	// /api/v1/users/{user_id}/entitlements
+	// /api/v1/users/{user_id}/grants
+	// /api/v1/users/{user_id}/grants/{grant_id}
 	// /api/v1/users/{user_id}/usage/{name}
 }
 

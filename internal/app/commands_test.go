@@ -28,7 +28,7 @@ func TestCommandLinesThatCannotRunAreUsageErrors(t *testing.T) {
 		{[]string{"webhook", "send", "--provider", "card", "--file", "x.json"}, `webhook send: --provider: want web, mobile, appstore or playstore, got "card"`},
 		{[]string{"webhook", "send", "--provider", "web"}, `webhook send: --file is required`},
 		{[]string{"webhook", "send", "--provider", "web", "--file", "x.json", "--header", "x"}, `webhook send: --header: want web or stripe, got "x"`},
-		{[]string{"events", "replay", "--provider", "card"}, `events replay: --provider: want web, mobile, appstore or playstore, got "card"`},
+		{[]string{"events", "replay", "--provider", "card"}, `events replay: --provider: want web, mobile, appstore, playstore or grant, got "card"`},
 		{[]string{"events", "replay", "--since", "yesterday"}, "events replay: --since: want an RFC 3339 time"},
 		{[]string{"billing", "backfill", "mobile"}, `billing backfill: only web can be backfilled, got "mobile"`},
 		{[]string{"billing", "backfill", "web", "--since", "soon"}, "billing backfill: --since"},
