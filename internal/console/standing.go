@@ -28,7 +28,7 @@ type standingRow struct {
 }
 
 // standingAt works out the standing at now from every canonical subscription. MRR counts
-// entitling, non-trial subscriptions: amount × quantity per billing period, brought to a
+// entitling, non-trial subscriptions (a grant pays nothing, and is not unpriced either): amount × quantity per billing period, brought to a
 // month (yearly / 12, weekly × 52 / 12), per currency, never converted.
 func standingAt(subs []dbq.ConsoleSubscriptionsRow, now time.Time) standing {
 	type key struct{ provider, plan, currency string }
@@ -55,7 +55,7 @@ func standingAt(subs []dbq.ConsoleSubscriptionsRow, now time.Time) standing {
 			r.Subscribers++
 		}
 		switch {
-		case s.Status == billing.StatusTrialing:
+		case s.Status == billing.StatusTrialing, s.Provider == billing.ProviderGrant: // entitled, paying nothing
 		case priced:
 			mrr[k] += monthly
 		default:

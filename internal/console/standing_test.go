@@ -34,9 +34,11 @@ func TestStandingCountsSubscribersAndMRR(t *testing.T) {
 		sub("mobile", "active", "eur", "P1W", 300, ahead),                                             // 300 × 52 / 12 = 1300
 		sub("playstore", "active", "usd", "", 999, ahead),                                             // period unknown
 		sub("appstore", "cancelled", "", "", 0, ahead),                                                // price unknown, still entitling
+		sub("grant", "active", "", "", 0, ahead),                                                      // given by hand: no money, not unpriced
 	}, now)
 	want := standing{
 		{Provider: "appstore", Plan: "pro", Subscribers: 1, Unpriced: 1},
+		{Provider: "grant", Plan: "pro", Subscribers: 1},
 		{Provider: "mobile", Plan: "pro", Currency: "eur", Subscribers: 1, MRR: 1300},
 		{Provider: "playstore", Plan: "pro", Subscribers: 1, Unpriced: 1},
 		{Provider: "web", Plan: "pro", Currency: "usd", Subscribers: 3, MRR: 999 + 1000},

@@ -71,7 +71,7 @@ func (g *Grants) Add(ctx context.Context, r Request) (grant.Grant, error) {
 		ID: uuid.NewString(), UserID: strings.ToLower(r.UserID), Plan: r.Plan, Starts: now, Ends: end,
 		Reason: strings.TrimSpace(r.Reason), By: r.By,
 	}
-	err = g.record(ctx, grant.EventGranted, made, now)
+	_, err = g.record(ctx, grant.EventGranted, made, now)
 	g.audit(ctx, made.By, "grant", made, made.Reason, err)
 	if err != nil {
 		return grant.Grant{}, err
@@ -127,7 +127,10 @@ func (g *Grants) Revoke(ctx context.Context, userID, id, reason, by string) (gra
 		return grant.Grant{}, billing.ErrGrantEnded
 	}
 	current.RevokedBy, current.RevokeReason = by, strings.TrimSpace(reason)
-	err = g.record(ctx, grant.EventRevoked, current, now)
+	outcome, err := g.record(ctx, grant.EventRevoked, current, now)
+	if err == nil && outcome == billing.OutcomeDuplicate {
+		err = billing.ErrGrantEnded // revoked by another at the same moment: theirs stands
+	}
 	g.audit(ctx, by, "revoke", current, current.RevokeReason, err)
 	if err != nil {
 		return grant.Grant{}, err
@@ -174,22 +177,23 @@ func (g *Grants) List(ctx context.Context, userID string) ([]grant.Grant, error)
 	return list, nil
 }
 
-// record has the pipeline apply the step typ of gr at at. An outcome that applied
-// nothing (the grant's plan went from the plans file meanwhile) is an error.
-func (g *Grants) record(ctx context.Context, typ string, gr grant.Grant, at time.Time) error {
+// record has the pipeline apply the step typ of gr at at, and says whether it was
+// applied or already had been (a duplicate). An outcome that applied nothing (the grant's
+// plan went from the plans file meanwhile) is an error.
+func (g *Grants) record(ctx context.Context, typ string, gr grant.Grant, at time.Time) (string, error) {
 	ev, body, err := grant.Event(typ, gr, at)
 	if err != nil {
-		return err
+		return "", err
 	}
 	done, err := g.pipeline.Ingest(ctx, billing.ProviderGrant, ev, body)
 	if err != nil {
-		return err
+		return "", err
 	}
 	switch done.Outcome {
 	case billing.OutcomeApplied, billing.OutcomeDuplicate:
-		return nil
+		return done.Outcome, nil
 	}
-	return fmt.Errorf("grant %s: %s: %s", gr.ID, done.Outcome, done.Reason)
+	return "", fmt.Errorf("grant %s: %s: %s", gr.ID, done.Outcome, done.Reason)
 }
 
 // audit notes a grant or revocation in the audit log. A failure to note it is logged: the

@@ -33,7 +33,7 @@ func (g *Grants) EndDue(ctx context.Context) (int, error) {
 			if err != nil {
 				return ended, err
 			}
-			if err := g.record(ctx, grant.EventEnded, due, due.End()); err != nil {
+			if _, err := g.record(ctx, grant.EventEnded, due, due.End()); err != nil {
 				return ended, err
 			}
 			ended++
