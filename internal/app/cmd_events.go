@@ -38,23 +38,16 @@ func cmdEventsReplay(fs *flag.FlagSet) command {
 			return nil
 		},
 		run: func(ctx context.Context, e env) error {
-			d, err := openDB(ctx, e, e.cfg.AutoMigrate)
-			if err != nil {
+			return withBilling(ctx, e, e.cfg.AutoMigrate, func(d *db.DB, b *billingParts) error {
+				var last dbq.EventUserParams
+				n, err := b.pipeline.Replay(ctx, filter, func(provider, eventID, outcome string) {
+					fmt.Fprintf(e.stdout, "%s %s: %s\n", provider, eventID, outcome)
+					last = dbq.EventUserParams{Provider: provider, ProviderEventID: eventID}
+				})
+				fmt.Fprintf(e.stdout, "replayed %d event(s)\n", n)
+				recordReplay(ctx, e, d, filter, n, last, err)
 				return err
-			}
-			defer d.Close()
-			b, err := newBilling(d, e, nil)
-			if err != nil {
-				return err
-			}
-			var last dbq.EventUserParams
-			n, err := b.pipeline.Replay(ctx, filter, func(provider, eventID, outcome string) {
-				fmt.Fprintf(e.stdout, "%s %s: %s\n", provider, eventID, outcome)
-				last = dbq.EventUserParams{Provider: provider, ProviderEventID: eventID}
 			})
-			fmt.Fprintf(e.stdout, "replayed %d event(s)\n", n)
-			recordReplay(ctx, e, d, filter, n, last, err)
-			return err
 		},
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/grant"
 	"github.com/tollgate/tollgate/internal/billing/grants"
+	"github.com/tollgate/tollgate/internal/db"
 )
 
 func cmdGrantsAdd(fs *flag.FlagSet) command {
@@ -107,19 +108,10 @@ func grantLine(g grant.Grant, now time.Time) string {
 	return line
 }
 
-// withGrants runs fn over the grants of DATABASE_URL, applied through billing as serve
-// wires it (so that a change is recorded for the outbound webhooks).
+// withGrants runs fn over the grants of DATABASE_URL (withBilling), explaining billing's
+// refusals.
 func withGrants(ctx context.Context, e env, fn func(g *grants.Grants) error) error {
-	d, err := openDB(ctx, e, e.cfg.AutoMigrate)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	b, err := newBilling(d, e, nil)
-	if err != nil {
-		return err
-	}
-	return explained(fn(b.grants))
+	return explained(withBilling(ctx, e, e.cfg.AutoMigrate, func(_ *db.DB, b *billingParts) error { return fn(b.grants) }))
 }
 
 // explained is err with what billing's answer says to do about it, for a person.

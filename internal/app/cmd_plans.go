@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tollgate/tollgate/internal/billing/plans"
+	"github.com/tollgate/tollgate/internal/db"
 )
 
 func cmdPlansSync(*flag.FlagSet) command {
@@ -16,28 +17,21 @@ func cmdPlansSync(*flag.FlagSet) command {
 			if err != nil {
 				return err
 			}
-			d, err := openDB(ctx, e, e.cfg.AutoMigrate)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			b, err := newBilling(d, e, nil)
-			if err != nil {
-				return err
-			}
-			changes, err := b.syncPlans(ctx, d, list)
-			if err != nil {
-				recordByHand(ctx, e, d, "plans sync", e.cfg.PlansFile, "", "failed: "+err.Error())
-				return fmt.Errorf("plans sync: %w", err)
-			}
-			recordByHand(ctx, e, d, "plans sync", e.cfg.PlansFile, "", fmt.Sprintf("%d changes", len(changes)))
-			for _, c := range changes {
-				fmt.Fprintln(e.stdout, c)
-			}
-			if len(changes) == 0 {
-				fmt.Fprintln(e.stdout, "plans are up to date")
-			}
-			return nil
+			return withBilling(ctx, e, e.cfg.AutoMigrate, func(d *db.DB, b *billingParts) error {
+				changes, err := b.syncPlans(ctx, d, list)
+				if err != nil {
+					recordByHand(ctx, e, d, "plans sync", e.cfg.PlansFile, "", "failed: "+err.Error())
+					return fmt.Errorf("plans sync: %w", err)
+				}
+				recordByHand(ctx, e, d, "plans sync", e.cfg.PlansFile, "", fmt.Sprintf("%d changes", len(changes)))
+				for _, c := range changes {
+					fmt.Fprintln(e.stdout, c)
+				}
+				if len(changes) == 0 {
+					fmt.Fprintln(e.stdout, "plans are up to date")
+				}
+				return nil
+			})
 		},
 	}
 }

@@ -59,32 +59,25 @@ where it stopped.`,
 					return fmt.Errorf("--since: %v", err)
 				}
 			}
-			d, err := openDB(ctx, e, e.cfg.AutoMigrate)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			b, err := newBilling(d, e, nil)
-			if err != nil {
-				return err
-			}
-			if web {
-				if err := reconcileWeb(ctx, e, d, b, dryRun); err != nil {
-					return err
-				}
-			}
-			syncs, err := storeSyncs(d, e, b, nil)
-			if err != nil {
-				return err
-			}
-			for _, s := range syncs {
-				if slices.Contains(stores, s.provider) {
-					if err := s.byHand(ctx, e, d, back, dryRun); err != nil {
+			return withBilling(ctx, e, e.cfg.AutoMigrate, func(d *db.DB, b *billingParts) error {
+				if web {
+					if err := reconcileWeb(ctx, e, d, b, dryRun); err != nil {
 						return err
 					}
 				}
-			}
-			return nil
+				syncs, err := storeSyncs(d, e, b, nil)
+				if err != nil {
+					return err
+				}
+				for _, s := range syncs {
+					if slices.Contains(stores, s.provider) {
+						if err := s.byHand(ctx, e, d, back, dryRun); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
 		},
 	}
 }

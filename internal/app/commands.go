@@ -88,7 +88,14 @@ func withUser(ctx context.Context, e env, fn func(userID string, b *billingParts
 	if _, err := uuid.Parse(userID); err != nil {
 		return fmt.Errorf("USER_ID: want the identity user's UUID, got %q", userID)
 	}
-	d, err := openDB(ctx, e, false)
+	return withBilling(ctx, e, false, func(_ *db.DB, b *billingParts) error { return fn(userID, b) })
+}
+
+// withBilling runs fn over the database of DATABASE_URL (migrated first if migrate) and
+// billing wired on it as serve wires it, so that what a command writes goes the path a
+// webhook's does: ordered, its change recorded for the outbound webhooks.
+func withBilling(ctx context.Context, e env, migrate bool, fn func(d *db.DB, b *billingParts) error) error {
+	d, err := openDB(ctx, e, migrate)
 	if err != nil {
 		return err
 	}
@@ -97,5 +104,5 @@ func withUser(ctx context.Context, e env, fn func(userID string, b *billingParts
 	if err != nil {
 		return err
 	}
-	return fn(userID, b)
+	return fn(d, b)
 }

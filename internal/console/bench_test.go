@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/grant"
+	"github.com/tollgate/tollgate/internal/billing/grants"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/billing/reader"
@@ -93,11 +96,12 @@ func BenchmarkConsolePages(b *testing.B) {
 			catalogues := &plans.Catalogues{}
 			confirmed := time.Now()
 			operator := &identity.User{Email: "ops@example.test", EmailConfirmedAt: &confirmed}
+			p := pipeline.New(d, log, pipeline.Options{Catalogues: catalogues, Adapters: []billing.Adapter{grant.New()}})
 			c, err := New(Options{
 				DB: d, Operators: []string{"ops@example.test"}, Log: log, NotFound: http.NotFound,
 				CurrentUser: func(context.Context) (*identity.User, error) { return operator, nil },
 				Billing:     reader.New(d, log, reader.Options{Catalogues: catalogues}),
-				Pipeline:    pipeline.New(d, log, pipeline.Options{Catalogues: catalogues}),
+				Pipeline:    p, Grants: grants.New(d, p, log, nil),
 			})
 			if err != nil {
 				b.Fatal(err)
