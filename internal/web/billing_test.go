@@ -15,10 +15,13 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/adapty"
 	"github.com/tollgate/tollgate/internal/billing/checkout"
+	"github.com/tollgate/tollgate/internal/billing/grant"
+	"github.com/tollgate/tollgate/internal/billing/grants"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
+	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
 
@@ -35,13 +38,14 @@ plans:
 type billingParts struct {
 	*pipeline.Pipeline
 	reader *reader.Reader
+	db     *db.DB
 }
 
 func newBillingHarness(t *testing.T, provider *httptest.Server) (*harness, billingParts) {
 	d := dbtest.SQLite(t)
 	log := slog.New(slog.DiscardHandler)
 	r := reader.New(d, log, reader.Options{})
-	p := pipeline.New(d, log, pipeline.Options{Adapters: []billing.Adapter{stripe.New(""), adapty.New("", nil)}})
+	p := pipeline.New(d, log, pipeline.Options{Adapters: []billing.Adapter{stripe.New(""), adapty.New("", nil), grant.New()}})
 	p.OnCommit(r.Forget)
 	c := checkout.New(d, log, r, checkout.Options{
 		PublicURL: "http://forms.example.test", API: stripe.NewClient(stripe.Config{Key: "sk_test_forms", Base: provider.URL}),
@@ -54,7 +58,7 @@ func newBillingHarness(t *testing.T, provider *httptest.Server) (*harness, billi
 	if _, err := plans.Sync(context.Background(), d, list, time.Now().UTC()); err != nil {
 		t.Fatal(err)
 	}
-	return newHarness(t, harnessOpts{db: d, billing: r, checkout: c, checkoutPages: stripe.PageOrigins(provider.URL)}), billingParts{p, r}
+	return newHarness(t, harnessOpts{db: d, billing: r, checkout: c, checkoutPages: stripe.PageOrigins(provider.URL)}), billingParts{p, r, d}
 }
 
 func TestAccountPageStartsCheckoutAndOpensThePortal(t *testing.T) {
@@ -118,6 +122,34 @@ func TestAccountPageStartsCheckoutAndOpensThePortal(t *testing.T) {
 	r = h.post("/account/checkout", url.Values{"plan": {"pro"}})
 	if r.status != http.StatusSeeOther || r.location != "/" || flash(t, h.get("/").body, "alert") != billing.ErrAlreadySubscribed.Detail {
 		t.Fatalf("buying pro again: %d %s", r.status, r.location)
+	}
+}
+
+// TestAGrantedPlanIsStillForSale: a user granted Pro sees it on the account page, and is
+// still offered Pro (a grant ends by itself; buying is how it is kept), which checkout
+// starts rather than calling them subscribed already.
+func TestAGrantedPlanIsStillForSale(t *testing.T) {
+	var sessions []string
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sessions = append(sessions, r.URL.Path)
+		fmt.Fprintf(w, `{"url":"%s/pay/%d"}`, "http://"+r.Host, len(sessions))
+	}))
+	defer provider.Close()
+	h, b := newBillingHarness(t, provider)
+	userID := h.fake.AddUser("grace@example.test", "correct horse battery")
+	h.post("/session", url.Values{"email": {"grace@example.test"}, "password": {"correct horse battery"}})
+	given := grants.New(b.db, b.Pipeline, slog.New(slog.DiscardHandler), nil)
+	if _, err := given.Add(context.Background(), grants.Request{UserID: userID, Plan: "pro", For: 24 * time.Hour, Reason: "beta", By: "cli:test"}); err != nil {
+		t.Fatal(err)
+	}
+	account := h.get("/")
+	page := doc(t, account.body)
+	upgrades := find(page, "form", map[string]string{"action": "/account/checkout"})
+	if !strings.Contains(account.body, "Pro") || len(upgrades) != 2 || !strings.Contains(text(upgrades[0]), "Upgrade to Pro") {
+		t.Fatalf("granted Pro, the account page offers %d:\n%s", len(upgrades), account.body)
+	}
+	if r := h.post("/account/checkout", url.Values{"plan": {"pro"}}); r.status != http.StatusSeeOther || r.location != provider.URL+"/pay/1" {
+		t.Fatalf("buying the granted plan: %d %s", r.status, r.location)
 	}
 }
 

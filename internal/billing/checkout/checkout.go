@@ -120,7 +120,8 @@ func (s *Checkout) Start(ctx context.Context, buyer Buyer, req Request) (string,
 		return "", billing.ErrManagedInApp
 	}
 	for _, sub := range position.Subscriptions {
-		if sub.Plan.Key == req.Plan && sub.Entitling(position.At) {
+		// A grant ends by itself: buying its plan is how a user keeps it.
+		if sub.Plan.Key == req.Plan && sub.Entitling(position.At) && sub.Provider != billing.ProviderGrant {
 			return "", billing.ErrAlreadySubscribed
 		}
 	}
@@ -184,10 +185,7 @@ func (s *Checkout) Offers(ctx context.Context, userID string) (WebOffers, error)
 		if err != nil {
 			return err
 		}
-		current := int32(-1)
-		if g := position.Governing(); g != nil {
-			current = g.Plan.Tier
-		}
+		current := paidTier(position)
 		// A subscription bought in the app is changed there: nothing to buy beside it.
 		offers.ManagedInApp = position.ManagedInApp()
 		for _, p := range plans {
@@ -200,6 +198,18 @@ func (s *Checkout) Offers(ctx context.Context, userID string) (WebOffers, error)
 		return err
 	})
 	return offers, err
+}
+
+// paidTier is the tier of the best plan a store sold the user that entitles now (-1: none).
+// A grant's plan is offered still: it ends by itself, and buying it is how it is kept.
+func paidTier(position billing.Entitlements) int32 {
+	tier := int32(-1)
+	for _, sub := range position.Subscriptions {
+		if sub.Provider != billing.ProviderGrant && sub.Entitling(position.At) {
+			tier = max(tier, sub.Plan.Tier)
+		}
+	}
+	return tier
 }
 
 func pickPrice(prices []dbq.PlanWebPricesRow, want string) (string, error) {
