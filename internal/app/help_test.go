@@ -34,6 +34,7 @@ func TestCLIGoldens(t *testing.T) {
 		{"billing-backfill-help", []string{"billing", "backfill", "--help"}, 0},
 		{"keys-no-command", []string{"keys"}, 2},
 		{"grants-add-help", []string{"grants", "add", "--help"}, 0},
+		{"events-prune-help", []string{"events", "prune", "--help"}, 0},
 		{"wrong-flag", []string{"events", "replay", "--provder", "web"}, 2},
 		{"missing-argument", []string{"users", "show"}, 2},
 		{"unknown-command", []string{"frobnicate"}, 2},

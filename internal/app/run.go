@@ -30,6 +30,8 @@ func commands() []spec {
 		{"migrate", "apply database migrations and exit", cmdMigrate},
 		{"plans sync", "reconcile the plans file (PLANS_FILE) into the database", cmdPlansSync},
 		{"events replay", "re-run stored webhook events through the processors", cmdEventsReplay},
+		{"events prune", "remove stored events older than EVENT_RETENTION (serve does it hourly)", cmdEventsPrune},
+		{"events export", "write stored events received before a date as NDJSON (--gzip)", cmdEventsExport},
 		{"billing backfill", "read the web provider's subscriptions from its API into billing", cmdBillingBackfill},
 		{"reconcile status", "the latest reconcile passes and the drift each found", cmdReconcileStatus},
 		{"reconcile", "read the providers' APIs (web, appstore, playstore) and repair drift from billing", cmdReconcile},

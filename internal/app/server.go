@@ -22,6 +22,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
 	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/billing/reconcile"
+	"github.com/tollgate/tollgate/internal/billing/retention"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/console"
@@ -299,6 +300,10 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		defer close(reconciling)
 		var each sync.WaitGroup // each provider on its own schedule and lease
 		each.Go(func() { s.billing.grants.Run(ctx) })
+		if r := s.cfg.Retention; r.Window > 0 {
+			pruner := retention.New(s.db, retention.Options{Window: r.Window, Unresolved: r.Unresolved, ArchiveDir: r.ArchiveDir, Log: s.env.log})
+			each.Go(func() { pruner.Run(ctx) })
+		}
 		if s.reconciler != nil {
 			each.Go(func() { s.reconciler.Run(ctx, s.cfg.Reconcile.Interval) })
 		}

@@ -30,6 +30,7 @@ var layers = map[string]int{
 	"internal/billing/webhooks":  4,
 	"internal/billing/reconcile": 4, // the pipeline against a provider's API, on a schedule
 	"internal/billing/grants":    4, // grants made, listed and ended
+	"internal/billing/retention": 4, // old events removed, archived, exported
 	"internal/api":               5, // surfaces
 	"internal/web":               5,
 	"internal/app":               6,

@@ -111,6 +111,8 @@ type Config struct {
 	Batching Batching
 	// Reconcile keeps billing in step with the providers' APIs (RECONCILE_*).
 	Reconcile Reconcile
+	// Retention removes stored events past a window (EVENT_RETENTION*, ARCHIVE_DIR).
+	Retention Retention
 	// AdminEmails (ADMIN_EMAILS) are the operators whom the console at /admin lets in,
 	// lower-cased; none (or FORMS=off) turns it off.
 	AdminEmails []string
@@ -225,6 +227,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.API = boolean("API", true)
 	c.AdminEmails = loadAdminEmails(get, fail, c.Forms)
 	c.Reconcile = loadReconcile(get, fail)
+	c.Retention = loadRetention(get, fail)
 	c.Batching = loadBatching(get, fail)
 	c.DevIdentity = c.Env == Development && c.AuthURL == "" && c.AuthJWKSURL == "" && (c.Forms || c.API)
 	if c.DevIdentity {

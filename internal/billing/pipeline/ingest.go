@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/db"
@@ -148,10 +149,30 @@ func (p *Pipeline) ingestOne(ctx context.Context, tx *sql.Tx, q *dbq.Queries, sp
 			err = fmt.Errorf("processing panicked: %v", v)
 		}
 	}()
+	if pruned, err := p.wasPruned(ctx, q, ev); err != nil || pruned {
+		// Removed by retention, its key kept: the duplicate it is, stored nowhere again.
+		return Processed{Outcome: billing.OutcomeDuplicate}, err
+	}
 	if done, err = p.process(ctx, tx, sp, ev); err != nil {
 		return done, err
 	}
 	return done, p.storeEvent(ctx, q, ev.adapter.Provider(), ev, done)
+}
+
+// prunable is how old an event's own time must be before it can have been removed by
+// retention: the shortest window, less a day for providers' clocks. Only such events (a
+// provider's late redelivery) are looked up among the removed ones, so that ingestion of
+// today's events pays nothing for retention.
+const prunable = 179 * 24 * time.Hour
+
+// wasPruned says whether ev is an event retention removed, by the key it left.
+func (p *Pipeline) wasPruned(ctx context.Context, q *dbq.Queries, ev event) (bool, error) {
+	r, err := ev.reading()
+	if err != nil || r.Snapshot || r.At.IsZero() || r.At.After(p.now().Add(-prunable)) {
+		return false, nil
+	}
+	n, err := q.WasPruned(ctx, dbq.WasPrunedParams{Provider: ev.adapter.Provider(), ProviderEventID: ev.ID})
+	return n > 0, err
 }
 
 // valuesOf is a context with the deadline and cancellation of one (a batch's) and the

@@ -170,6 +170,12 @@ type ProviderSubscription struct {
 	BillingPeriod          sql.NullString
 }
 
+type PrunedEvent struct {
+	Provider        string
+	ProviderEventID string
+	PrunedAt        time.Time
+}
+
 type ReconcileLease struct {
 	Provider   string
 	Holder     string

@@ -1,0 +1,249 @@
+// Package retention removes stored events past the retention window (EVENT_RETENTION), in
+// small steps, one process at a time, leaving each a key so that a redelivery is still
+// recognised (the pipeline checks it), and archiving them first when asked. It never
+// removes a subscription's newest event, which the ordering rule reads, nor an event
+// still unresolved or unprocessed until its own, longer window has passed. The audit log
+// is not an event and is never removed.
+package retention
+
+import (
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbq"
+)
+
+// Options are the retention settings.
+type Options struct {
+	// Window is how long an event is kept after it was received; Unresolved how long an
+	// unresolved or unprocessed one is.
+	Window, Unresolved time.Duration
+	// ArchiveDir, when set, is where each day's removed events are written first, as
+	// events-YYYY-MM-DD.ndjson.gz (one gzip member per step, appended).
+	ArchiveDir string
+	Clock      func() time.Time
+	Log        *slog.Logger
+}
+
+// Result is what a pass removed (or, dry, would remove).
+type Result struct {
+	Removed int
+	// Unresolved of Removed were unresolved or unprocessed, past their longer window.
+	Unresolved int
+	// Archived are the files written to.
+	Archived []string
+}
+
+// ErrBusy: another process is pruning.
+var ErrBusy = errors.New("another process is removing old events now")
+
+// Pruner removes old events.
+type Pruner struct {
+	db     *db.DB
+	opts   Options
+	holder string
+}
+
+// New is a pruner of d's events.
+func New(d *db.DB, opts Options) *Pruner {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	var id [8]byte
+	rand.Read(id[:])
+	return &Pruner{db: d, opts: opts, holder: hex.EncodeToString(id[:])}
+}
+
+// step is how many events one transaction removes: small, so that ingestion waits on no
+// long transaction.
+const step = 500
+
+// leaseKey is retention's row in reconcile_leases, the table of jobs one process runs at a time.
+const leaseKey = "retention"
+
+// Pass removes every event past the window now, in steps; dryRun only counts them.
+func (p *Pruner) Pass(ctx context.Context, dryRun bool) (Result, error) {
+	var res Result
+	if !dryRun {
+		if err := p.takeLease(ctx); err != nil {
+			return res, err
+		}
+		defer p.releaseLease()
+	}
+	now := p.opts.Clock().UTC()
+	page := dbq.PrunableEventsParams{Cutoff: now.Add(-p.opts.Window), UnresolvedCutoff: now.Add(-p.opts.Unresolved), Max: step, AfterID: firstID}
+	for {
+		rows, err := dbq.New(p.db).PrunableEvents(ctx, page)
+		if err != nil {
+			return res, err
+		}
+		if dryRun {
+			count(&res, rows)
+		} else if err := p.remove(ctx, rows, &res); err != nil {
+			return res, err
+		}
+		if len(rows) < step {
+			return res, nil
+		}
+		last := rows[len(rows)-1]
+		page.AfterReceived, page.AfterID = last.ReceivedAt, last.ID
+	}
+}
+
+// count adds rows to what res says was removed.
+func count(res *Result, rows []dbq.PrunableEventsRow) {
+	for _, r := range rows {
+		res.Removed++
+		if !r.ProcessedAt.Valid || r.Outcome.String == "unresolved" { // kept the longer window
+			res.Unresolved++
+		}
+	}
+}
+
+// remove archives rows (when asked), then, in one transaction, keeps each one's key and
+// deletes it.
+func (p *Pruner) remove(ctx context.Context, rows []dbq.PrunableEventsRow, res *Result) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	if err := p.takeLease(ctx); err != nil { // renewed each step: a long pass keeps it
+		return err
+	}
+	if p.opts.ArchiveDir != "" {
+		files, err := p.archive(rows)
+		if err != nil {
+			return err
+		}
+		res.Archived = appendNew(res.Archived, files...)
+	}
+	now := p.opts.Clock().UTC()
+	err := p.db.InTx(ctx, func(tx *sql.Tx) error {
+		q := dbq.New(tx)
+		for _, r := range rows {
+			if err := q.RememberPrunedEvent(ctx, dbq.RememberPrunedEventParams{Provider: r.Provider, ProviderEventID: r.ProviderEventID, Now: now}); err != nil {
+				return err
+			}
+			if err := q.DeleteProviderEvent(ctx, r.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		count(res, rows)
+	}
+	return err
+}
+
+// archive appends rows to their days' files, one gzip member per file per step; a crash
+// before the removal commits archives those rows twice, never loses one.
+func (p *Pruner) archive(rows []dbq.PrunableEventsRow) ([]string, error) {
+	byDay := map[string][]Record{}
+	var days []string
+	for _, r := range rows {
+		day := r.ReceivedAt.UTC().Format(time.DateOnly)
+		if byDay[day] == nil {
+			days = append(days, day)
+		}
+		byDay[day] = append(byDay[day], recordOf(dbq.EventsBeforeRow(r)))
+	}
+	var files []string
+	for _, day := range days {
+		path := filepath.Join(p.opts.ArchiveDir, "events-"+day+".ndjson.gz")
+		if err := appendGzip(path, byDay[day]); err != nil {
+			return files, fmt.Errorf("ARCHIVE_DIR: %w", err)
+		}
+		files = append(files, path)
+	}
+	return files, nil
+}
+
+func appendGzip(path string, records []Record) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
+	if err != nil {
+		return err
+	}
+	zw := gzip.NewWriter(f)
+	enc := json.NewEncoder(zw)
+	enc.SetEscapeHTML(false)
+	for _, r := range records {
+		if err = enc.Encode(r); err != nil {
+			break
+		}
+	}
+	if closeErr := zw.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	return err
+}
+
+func appendNew(list []string, items ...string) []string {
+	for _, it := range items {
+		if len(list) == 0 || list[len(list)-1] != it {
+			list = append(list, it)
+		}
+	}
+	return list
+}
+
+func (p *Pruner) takeLease(ctx context.Context) error {
+	now := p.opts.Clock().UTC()
+	_, err := dbq.New(p.db).TakeReconcileLease(ctx, dbq.TakeReconcileLeaseParams{
+		Provider: leaseKey, Holder: p.holder, LeaseUntil: now.Add(10 * time.Minute), Now: now,
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrBusy
+	}
+	return err
+}
+
+func (p *Pruner) releaseLease() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := dbq.New(p.db).ReleaseReconcileLease(ctx, dbq.ReleaseReconcileLeaseParams{Provider: leaseKey, Holder: p.holder}); err != nil {
+		p.opts.Log.Warn("retention: lease not released; it runs out by itself", "error", err)
+	}
+}
+
+// Every is how often serve removes old events, after a first pass at start-up.
+const Every = time.Hour
+
+// Run removes old events at once and then every Every until ctx ends, logging each pass
+// that removed any. Another process pruning is no failure: it is doing the work.
+func (p *Pruner) Run(ctx context.Context) {
+	for {
+		res, err := p.Pass(ctx, false)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, ErrBusy):
+		case err != nil:
+			p.opts.Log.Warn("retention: removing old events failed; trying again next hour", "removed", res.Removed, "error", err)
+		case res.Removed > 0:
+			p.opts.Log.Info("retention: removed old events", "removed", res.Removed, "unresolved", res.Unresolved,
+				"window", p.opts.Window.String(), "archived", len(res.Archived))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(Every):
+		}
+	}
+}
