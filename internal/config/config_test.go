@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -357,5 +358,37 @@ func TestAppStoreAPIKeySettings(t *testing.T) {
 	}
 	if _, err := with(map[string]string{"APPSTORE_API_BASE": "localhost:9"}); err == nil || !strings.Contains(err.Error(), "APPSTORE_API_BASE: want an http(s) URL") {
 		t.Fatalf("a base without a scheme: %v", err)
+	}
+}
+
+func TestRetention(t *testing.T) {
+	day := 24 * time.Hour
+	c, err := Load(env(nil))
+	if err != nil || c.Retention != (Retention{}) {
+		t.Fatalf("default: %+v %v", c.Retention, err)
+	}
+	dir := t.TempDir()
+	c, err = Load(env(map[string]string{"EVENT_RETENTION": "400d", "ARCHIVE_DIR": dir}))
+	if err != nil || c.Retention != (Retention{Window: 400 * day, Unresolved: 800 * day, ArchiveDir: dir}) {
+		t.Fatalf("400d: %+v %v", c.Retention, err)
+	}
+	c, err = Load(env(map[string]string{"EVENT_RETENTION": "180d", "EVENT_RETENTION_UNRESOLVED": "365d"}))
+	if err != nil || c.Retention != (Retention{Window: 180 * day, Unresolved: 365 * day}) {
+		t.Fatalf("180d and 365d: %+v %v", c.Retention, err)
+	}
+	for _, tc := range []struct {
+		vars map[string]string
+		name string
+	}{
+		{map[string]string{"EVENT_RETENTION": "90d"}, "EVENT_RETENTION"},
+		{map[string]string{"EVENT_RETENTION": "4000h"}, "EVENT_RETENTION"}, // 166 days
+		{map[string]string{"EVENT_RETENTION": "a year"}, "EVENT_RETENTION"},
+		{map[string]string{"EVENT_RETENTION": "400d", "EVENT_RETENTION_UNRESOLVED": "200d"}, "EVENT_RETENTION_UNRESOLVED"},
+		{map[string]string{"EVENT_RETENTION_UNRESOLVED": "400d"}, "EVENT_RETENTION_UNRESOLVED"},
+		{map[string]string{"EVENT_RETENTION": "400d", "ARCHIVE_DIR": filepath.Join(dir, "missing")}, "ARCHIVE_DIR"},
+	} {
+		if _, err := Load(env(tc.vars)); err == nil || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%v: %v, want a refusal naming %s", tc.vars, err, tc.name)
+		}
 	}
 }
