@@ -65,8 +65,8 @@ func New(d *db.DB, opts Options) *Pruner {
 	return &Pruner{db: d, opts: opts, holder: hex.EncodeToString(id[:])}
 }
 
-// step is how many events one transaction removes: small, so that ingestion waits on no
-// long transaction.
+// step is how many events one transaction removes when they are archived first, two
+// statements each: small, so that ingestion waits on no long transaction.
 const step = 500
 
 // leaseKey is retention's row in reconcile_leases, the table of jobs one process runs at a time.
@@ -82,6 +82,9 @@ func (p *Pruner) Pass(ctx context.Context, dryRun bool) (Result, error) {
 		defer p.releaseLease()
 	}
 	now := p.opts.Clock().UTC()
+	if !dryRun && p.opts.ArchiveDir == "" {
+		return p.removeInBulk(ctx, now)
+	}
 	page := dbq.PrunableEventsParams{Cutoff: now.Add(-p.opts.Window), UnresolvedCutoff: now.Add(-p.opts.Unresolved), Max: step, AfterID: firstID}
 	for {
 		rows, err := dbq.New(p.db).PrunableEvents(ctx, page)
@@ -99,6 +102,64 @@ func (p *Pruner) Pass(ctx context.Context, dryRun bool) (Result, error) {
 		last := rows[len(rows)-1]
 		page.AfterReceived, page.AfterID = last.ReceivedAt, last.ID
 	}
+}
+
+// bigStep is how many events one transaction removes without an archive, in a few
+// statements, whatever its size: one on Postgres, three on SQLite.
+const bigStep = 5000
+
+// removeInBulk removes every event past the window now, bigStep at a time, each leaving
+// its key: what a pass does when nothing is archived, so nothing need be read.
+func (p *Pruner) removeInBulk(ctx context.Context, now time.Time) (Result, error) {
+	var res Result
+	cutoff, unresolvedCutoff := now.Add(-p.opts.Window), now.Add(-p.opts.Unresolved)
+	for {
+		if err := p.takeLease(ctx); err != nil {
+			return res, err
+		}
+		removed, unresolved, err := p.bulkStep(ctx, cutoff, unresolvedCutoff, now)
+		if err != nil {
+			return res, err
+		}
+		res.Removed += removed
+		res.Unresolved += unresolved
+		if removed < bigStep {
+			return res, nil
+		}
+	}
+}
+
+// bulkStep removes the first bigStep events past the window: on Postgres in one statement,
+// which no concurrent write can come between; on SQLite in one transaction of its single
+// writer.
+func (p *Pruner) bulkStep(ctx context.Context, cutoff, unresolvedCutoff, now time.Time) (removed, unresolved int, err error) {
+	if p.db.Engine == db.Postgres {
+		n, err := dbq.New(p.db).PruneEventsAtOnce(ctx, dbq.PruneEventsAtOnceParams{Cutoff: cutoff, UnresolvedCutoff: unresolvedCutoff, Max: bigStep, Now: now})
+		return int(n.Removed), int(n.Unresolved), err
+	}
+	err = p.db.InTx(ctx, func(tx *sql.Tx) error {
+		q := dbq.New(tx)
+		flags, err := q.PrunableUnresolved(ctx, dbq.PrunableUnresolvedParams{Cutoff: cutoff, UnresolvedCutoff: unresolvedCutoff, Max: bigStep})
+		if err != nil {
+			return err
+		}
+		for _, f := range flags {
+			if f.Bool {
+				unresolved++
+			}
+		}
+		err = q.KeepPrunableKeys(ctx, dbq.KeepPrunableKeysParams{Cutoff: cutoff, UnresolvedCutoff: unresolvedCutoff, Max: bigStep, Now: now})
+		if err != nil {
+			return err
+		}
+		n, err := q.DeletePrunable(ctx, dbq.DeletePrunableParams{Cutoff: cutoff, UnresolvedCutoff: unresolvedCutoff, Max: bigStep})
+		removed = int(n)
+		if err == nil && removed != len(flags) {
+			err = fmt.Errorf("retention: %d events deleted where %d were selected", removed, len(flags))
+		}
+		return err
+	})
+	return removed, unresolved, err
 }
 
 // count adds rows to what res says was removed.

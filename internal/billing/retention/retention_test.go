@@ -89,68 +89,80 @@ func storedIDs(t *testing.T, h *billingtest.Harness) []string {
 // and the unresolved ones inside their longer window. The canonical state and the answer
 // do not move; a removed event redelivered is answered 200 as a duplicate and stores
 // nothing; a later event orders as before.
+// Archiving first takes another path (the events are read, written, then removed): both
+// are run.
 func TestAPassRemovesOnlyWhatMayGo(t *testing.T) {
-	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		s := seed(t, d)
-		h := s.h
-		ctx := context.Background()
-		before, answer := h.CanonicalState(), h.Answer(t, billingtest.FixtureUser)
-		all := storedIDs(t, h)
-		p := retention.New(d, retention.Options{Window: 200 * day, Unresolved: 400 * day, Clock: h.Clock})
-
-		dry, err := p.Pass(ctx, true)
-		if err != nil || dry.Removed != 3 || dry.Unresolved != 1 || !slices.Equal(storedIDs(t, h), all) {
-			t.Fatalf("dry run: %+v %v; stored %v", dry, err, storedIDs(t, h))
-		}
-		res, err := p.Pass(ctx, false)
-		if err != nil || res.Removed != 3 || res.Unresolved != 1 {
-			t.Fatalf("pass: %+v %v", res, err)
-		}
-		kept := storedIDs(t, h)
-		for _, name := range []string{"a3", "b1", "u1"} {
-			if !slices.ContainsFunc(kept, func(id string) bool { return id == eventID(t, s.bodies[name]) }) {
-				t.Errorf("%s removed; kept %v", name, kept)
-			}
-		}
-		if len(kept) != 3 {
-			t.Fatalf("kept %v, want a3, b1 and u1", kept)
-		}
-		if again, err := p.Pass(ctx, false); err != nil || again.Removed != 0 {
-			t.Fatalf("a second pass: %+v %v", again, err)
-		}
-		if got := h.CanonicalState(); got != before {
-			t.Fatalf("canonical state moved:\n%s\nwas\n%s", got, before)
-		}
-		if got := h.Answer(t, billingtest.FixtureUser); got != answer {
-			t.Fatalf("answer %s, was %s", got, answer)
-		}
-
-		for _, name := range []string{"a1", "a2", "u2"} {
-			rec := h.SendWeb(s.bodies[name])
-			if rec.Code != http.StatusOK || rec.Header().Get(webhooks.HeaderOutcome) != billing.OutcomeDuplicate {
-				t.Errorf("%s redelivered: %d %s", name, rec.Code, rec.Header().Get(webhooks.HeaderOutcome))
-			}
-		}
-		if got := storedIDs(t, h); !slices.Equal(got, kept) {
-			t.Fatalf("redeliveries stored rows: %v", got)
-		}
-		if got := h.CanonicalState(); got != before {
-			t.Fatalf("a redelivery moved the canonical state:\n%s", got)
-		}
-		if rec := h.SendWeb(s.bodies["a3"]); rec.Header().Get(webhooks.HeaderOutcome) != billing.OutcomeDuplicate {
-			t.Fatalf("the kept newest redelivered: %s", rec.Header().Get(webhooks.HeaderOutcome))
-		}
-		later := billingtest.Edit(t, s.bodies["a3"], func(m map[string]any) {
-			m["id"], m["created"] = "evt_a4", m["created"].(float64)+60
-			billingtest.Path(m, "data", "object")["status"] = "past_due"
+	for _, archived := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in bulk", true: "archived first"}[archived], func(t *testing.T) {
+			dbtest.Engines(t, func(t *testing.T, d *db.DB) { passRemovesOnlyWhatMayGo(t, d, archived) })
 		})
-		if rec := h.SendWeb(later); rec.Header().Get(webhooks.HeaderOutcome) != billing.OutcomeApplied {
-			t.Fatalf("a later event: %d %s", rec.Code, rec.Header().Get(webhooks.HeaderOutcome))
+	}
+}
+
+func passRemovesOnlyWhatMayGo(t *testing.T, d *db.DB, archived bool) {
+	s := seed(t, d)
+	h := s.h
+	ctx := context.Background()
+	before, answer := h.CanonicalState(), h.Answer(t, billingtest.FixtureUser)
+	all := storedIDs(t, h)
+	opts := retention.Options{Window: 200 * day, Unresolved: 400 * day, Clock: h.Clock}
+	if archived {
+		opts.ArchiveDir = t.TempDir()
+	}
+	p := retention.New(d, opts)
+
+	dry, err := p.Pass(ctx, true)
+	if err != nil || dry.Removed != 3 || dry.Unresolved != 1 || !slices.Equal(storedIDs(t, h), all) {
+		t.Fatalf("dry run: %+v %v; stored %v", dry, err, storedIDs(t, h))
+	}
+	res, err := p.Pass(ctx, false)
+	if err != nil || res.Removed != 3 || res.Unresolved != 1 || len(res.Archived) != map[bool]int{false: 0, true: 2}[archived] {
+		t.Fatalf("pass: %+v %v", res, err) // archived: the days 500 and 300 days ago
+	}
+	kept := storedIDs(t, h)
+	for _, name := range []string{"a3", "b1", "u1"} {
+		if !slices.ContainsFunc(kept, func(id string) bool { return id == eventID(t, s.bodies[name]) }) {
+			t.Errorf("%s removed; kept %v", name, kept)
 		}
-		if rec := h.SendWeb(s.bodies["a2"]); rec.Header().Get(webhooks.HeaderOutcome) != billing.OutcomeDuplicate {
-			t.Fatalf("a removed event after the later one: %s", rec.Header().Get(webhooks.HeaderOutcome))
+	}
+	if len(kept) != 3 {
+		t.Fatalf("kept %v, want a3, b1 and u1", kept)
+	}
+	if again, err := p.Pass(ctx, false); err != nil || again.Removed != 0 {
+		t.Fatalf("a second pass: %+v %v", again, err)
+	}
+	if got := h.CanonicalState(); got != before {
+		t.Fatalf("canonical state moved:\n%s\nwas\n%s", got, before)
+	}
+	if got := h.Answer(t, billingtest.FixtureUser); got != answer {
+		t.Fatalf("answer %s, was %s", got, answer)
+	}
+
+	for _, name := range []string{"a1", "a2", "u2"} {
+		rec := h.SendWeb(s.bodies[name])
+		if rec.Code != http.StatusOK || rec.Header().Get(webhooks.HeaderOutcome) != billing.OutcomeDuplicate {
+			t.Errorf("%s redelivered: %d %s", name, rec.Code, rec.Header().Get(webhooks.HeaderOutcome))
 		}
+	}
+	if got := storedIDs(t, h); !slices.Equal(got, kept) {
+		t.Fatalf("redeliveries stored rows: %v", got)
+	}
+	if got := h.CanonicalState(); got != before {
+		t.Fatalf("a redelivery moved the canonical state:\n%s", got)
+	}
+	if rec := h.SendWeb(s.bodies["a3"]); rec.Header().Get(webhooks.HeaderOutcome) != billing.OutcomeDuplicate {
+		t.Fatalf("the kept newest redelivered: %s", rec.Header().Get(webhooks.HeaderOutcome))
+	}
+	later := billingtest.Edit(t, s.bodies["a3"], func(m map[string]any) {
+		m["id"], m["created"] = "evt_a4", m["created"].(float64)+60
+		billingtest.Path(m, "data", "object")["status"] = "past_due"
 	})
+	if rec := h.SendWeb(later); rec.Header().Get(webhooks.HeaderOutcome) != billing.OutcomeApplied {
+		t.Fatalf("a later event: %d %s", rec.Code, rec.Header().Get(webhooks.HeaderOutcome))
+	}
+	if rec := h.SendWeb(s.bodies["a2"]); rec.Header().Get(webhooks.HeaderOutcome) != billing.OutcomeDuplicate {
+		t.Fatalf("a removed event after the later one: %s", rec.Header().Get(webhooks.HeaderOutcome))
+	}
 }
 
 func eventID(t *testing.T, body []byte) string {

@@ -21,6 +21,30 @@ func (q *Queries) DeleteProviderEvent(ctx context.Context, id string) error {
 	return err
 }
 
+const deletePrunable = `-- name: DeletePrunable :execrows
+delete from provider_events where id in (
+    select e.id from provider_events e
+    where e.received_at < $1
+      and (e.received_at < $2 or (e.processed_at is not null and coalesce(e.outcome, '') <> 'unresolved'))
+      and not exists (select 1 from provider_subscriptions ps where ps.provider = e.provider and ps.last_event_id = e.provider_event_id)
+    order by e.received_at, e.id
+    limit $3)
+`
+
+type DeletePrunableParams struct {
+	Cutoff           time.Time
+	UnresolvedCutoff time.Time
+	Max              int32
+}
+
+func (q *Queries) DeletePrunable(ctx context.Context, arg DeletePrunableParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deletePrunable, arg.Cutoff, arg.UnresolvedCutoff, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const eventsBefore = `-- name: EventsBefore :many
 select id, provider, provider_event_id, event_type, payload, received_at, processed_at, processing_error, outcome,
     user_id, subscription_id, plan_before, status_before, period_end_before, plan_after, status_after, period_end_after,
@@ -111,6 +135,35 @@ func (q *Queries) EventsBefore(ctx context.Context, arg EventsBeforeParams) ([]E
 		return nil, err
 	}
 	return items, nil
+}
+
+const keepPrunableKeys = `-- name: KeepPrunableKeys :exec
+insert into pruned_events (provider, provider_event_id, pruned_at)
+select e.provider, e.provider_event_id, $1
+from provider_events e
+where e.received_at < $2
+  and (e.received_at < $3 or (e.processed_at is not null and coalesce(e.outcome, '') <> 'unresolved'))
+  and not exists (select 1 from provider_subscriptions ps where ps.provider = e.provider and ps.last_event_id = e.provider_event_id)
+order by e.received_at, e.id
+limit $4
+on conflict (provider, provider_event_id) do nothing
+`
+
+type KeepPrunableKeysParams struct {
+	Now              time.Time
+	Cutoff           time.Time
+	UnresolvedCutoff time.Time
+	Max              int32
+}
+
+func (q *Queries) KeepPrunableKeys(ctx context.Context, arg KeepPrunableKeysParams) error {
+	_, err := q.db.ExecContext(ctx, keepPrunableKeys,
+		arg.Now,
+		arg.Cutoff,
+		arg.UnresolvedCutoff,
+		arg.Max,
+	)
+	return err
 }
 
 const prunableEvents = `-- name: PrunableEvents :many
@@ -210,6 +263,93 @@ func (q *Queries) PrunableEvents(ctx context.Context, arg PrunableEventsParams) 
 		return nil, err
 	}
 	return items, nil
+}
+
+const prunableUnresolved = `-- name: PrunableUnresolved :many
+
+select (e.processed_at is null or coalesce(e.outcome, '') = 'unresolved') as unresolved
+from provider_events e
+where e.received_at < $1
+  and (e.received_at < $2 or (e.processed_at is not null and coalesce(e.outcome, '') <> 'unresolved'))
+  and not exists (select 1 from provider_subscriptions ps where ps.provider = e.provider and ps.last_event_id = e.provider_event_id)
+order by e.received_at, e.id
+limit $3
+`
+
+type PrunableUnresolvedParams struct {
+	Cutoff           time.Time
+	UnresolvedCutoff time.Time
+	Max              int32
+}
+
+// The next three remove the first max events PrunableEvents would give, in one
+// transaction of SQLite's single writer (so they see the same events): whether each is
+// unresolved, their keys kept, the events deleted.
+func (q *Queries) PrunableUnresolved(ctx context.Context, arg PrunableUnresolvedParams) ([]sql.NullBool, error) {
+	rows, err := q.db.QueryContext(ctx, prunableUnresolved, arg.Cutoff, arg.UnresolvedCutoff, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []sql.NullBool
+	for rows.Next() {
+		var unresolved sql.NullBool
+		if err := rows.Scan(&unresolved); err != nil {
+			return nil, err
+		}
+		items = append(items, unresolved)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const pruneEventsAtOnce = `-- name: PruneEventsAtOnce :one
+with doomed as (
+    delete from provider_events where id in (
+        select e.id from provider_events e
+        where e.received_at < $1
+          and (e.received_at < $2 or (e.processed_at is not null and coalesce(e.outcome, '') <> 'unresolved'))
+          and not exists (select 1 from provider_subscriptions ps where ps.provider = e.provider and ps.last_event_id = e.provider_event_id)
+        order by e.received_at, e.id
+        limit $3)
+    returning provider, provider_event_id, (processed_at is null or coalesce(outcome, '') = 'unresolved') as unresolved
+), kept as (
+    insert into pruned_events (provider, provider_event_id, pruned_at)
+    select provider, provider_event_id, $4 from doomed
+    on conflict (provider, provider_event_id) do nothing
+)
+select count(*) as removed, count(*) filter (where unresolved) as unresolved from doomed
+`
+
+type PruneEventsAtOnceParams struct {
+	Cutoff           time.Time
+	UnresolvedCutoff time.Time
+	Max              int32
+	Now              time.Time
+}
+
+type PruneEventsAtOnceRow struct {
+	Removed    int64
+	Unresolved int64
+}
+
+// Postgres only: the first max events PrunableEvents would give, removed in one statement,
+// each leaving its key; how many it removed, and how many of them were unresolved.
+func (q *Queries) PruneEventsAtOnce(ctx context.Context, arg PruneEventsAtOnceParams) (PruneEventsAtOnceRow, error) {
+	row := q.db.QueryRowContext(ctx, pruneEventsAtOnce,
+		arg.Cutoff,
+		arg.UnresolvedCutoff,
+		arg.Max,
+		arg.Now,
+	)
+	var i PruneEventsAtOnceRow
+	err := row.Scan(&i.Removed, &i.Unresolved)
+	return i, err
 }
 
 const rememberPrunedEvent = `-- name: RememberPrunedEvent :exec

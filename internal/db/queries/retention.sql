@@ -37,3 +37,55 @@ where received_at < sqlc.arg(before)
   and (received_at > sqlc.arg(after_received) or (received_at = sqlc.arg(after_received) and id > sqlc.arg(after_id)))
 order by received_at, id
 limit sqlc.arg(max);
+
+-- name: PruneEventsAtOnce :one
+-- Postgres only: the first max events PrunableEvents would give, removed in one statement,
+-- each leaving its key; how many it removed, and how many of them were unresolved.
+with doomed as (
+    delete from provider_events where id in (
+        select e.id from provider_events e
+        where e.received_at < sqlc.arg(cutoff)
+          and (e.received_at < sqlc.arg(unresolved_cutoff) or (e.processed_at is not null and coalesce(e.outcome, '') <> 'unresolved'))
+          and not exists (select 1 from provider_subscriptions ps where ps.provider = e.provider and ps.last_event_id = e.provider_event_id)
+        order by e.received_at, e.id
+        limit sqlc.arg(max))
+    returning provider, provider_event_id, (processed_at is null or coalesce(outcome, '') = 'unresolved') as unresolved
+), kept as (
+    insert into pruned_events (provider, provider_event_id, pruned_at)
+    select provider, provider_event_id, sqlc.arg(now) from doomed
+    on conflict (provider, provider_event_id) do nothing
+)
+select count(*) as removed, count(*) filter (where unresolved) as unresolved from doomed;
+
+-- The next three remove the first max events PrunableEvents would give, in one
+-- transaction of SQLite's single writer (so they see the same events): whether each is
+-- unresolved, their keys kept, the events deleted.
+
+-- name: PrunableUnresolved :many
+select (e.processed_at is null or coalesce(e.outcome, '') = 'unresolved') as unresolved
+from provider_events e
+where e.received_at < sqlc.arg(cutoff)
+  and (e.received_at < sqlc.arg(unresolved_cutoff) or (e.processed_at is not null and coalesce(e.outcome, '') <> 'unresolved'))
+  and not exists (select 1 from provider_subscriptions ps where ps.provider = e.provider and ps.last_event_id = e.provider_event_id)
+order by e.received_at, e.id
+limit sqlc.arg(max);
+
+-- name: KeepPrunableKeys :exec
+insert into pruned_events (provider, provider_event_id, pruned_at)
+select e.provider, e.provider_event_id, sqlc.arg(now)
+from provider_events e
+where e.received_at < sqlc.arg(cutoff)
+  and (e.received_at < sqlc.arg(unresolved_cutoff) or (e.processed_at is not null and coalesce(e.outcome, '') <> 'unresolved'))
+  and not exists (select 1 from provider_subscriptions ps where ps.provider = e.provider and ps.last_event_id = e.provider_event_id)
+order by e.received_at, e.id
+limit sqlc.arg(max)
+on conflict (provider, provider_event_id) do nothing;
+
+-- name: DeletePrunable :execrows
+delete from provider_events where id in (
+    select e.id from provider_events e
+    where e.received_at < sqlc.arg(cutoff)
+      and (e.received_at < sqlc.arg(unresolved_cutoff) or (e.processed_at is not null and coalesce(e.outcome, '') <> 'unresolved'))
+      and not exists (select 1 from provider_subscriptions ps where ps.provider = e.provider and ps.last_event_id = e.provider_event_id)
+    order by e.received_at, e.id
+    limit sqlc.arg(max));
