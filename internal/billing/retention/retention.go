@@ -60,6 +60,9 @@ func New(d *db.DB, opts Options) *Pruner {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
 	var id [8]byte
 	rand.Read(id[:])
 	return &Pruner{db: d, opts: opts, holder: hex.EncodeToString(id[:])}
