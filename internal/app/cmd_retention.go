@@ -37,7 +37,7 @@ func cmdEventsPrune(fs *flag.FlagSet) command {
 			if *dryRun {
 				verb = "would remove"
 			}
-			fmt.Fprintf(e.stdout, "%s %d event(s) received before %s, %d of them unresolved (kept %s)\n", verb, res.Removed,
+			fmt.Fprintf(e.stdout, "%s %d event(s) received before %s, %d of them unresolved (those are kept %s)\n", verb, res.Removed,
 				time.Now().UTC().Add(-r.Window).Format(time.RFC3339), res.Unresolved, billing.FormatDuration(r.Unresolved))
 			for _, f := range res.Archived {
 				fmt.Fprintf(e.stdout, "archived to %s\n", f)
