@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/lease"
 )
 
 // historyMargin is how far before the end of the last complete read the next one starts:
@@ -35,7 +36,7 @@ type History struct {
 	pipeline *pipeline.Pipeline
 	log      *slog.Logger
 	opts     HistoryOptions
-	lease    *lease
+	lease    *lease.Lease
 }
 
 // NewHistory builds a History over one store environment.
@@ -46,7 +47,7 @@ func NewHistory(d *db.DB, p *pipeline.Pipeline, log *slog.Logger, opts HistoryOp
 	// A lease of its own, apart from the provider's passes: a scheduled pass catches up
 	// first, while it holds the provider's.
 	holds := opts.Provider + " history " + opts.Environment
-	return &History{db: d, pipeline: p, log: log, opts: opts, lease: newLease(d, holds, opts.Clock, log)}
+	return &History{db: d, pipeline: p, log: log, opts: opts, lease: lease.New(d, holds, leaseFor, ErrBusy, opts.Clock, log)}
 }
 
 // Environment is the store environment h reads.
@@ -86,17 +87,17 @@ func (h *History) Start(ctx context.Context, since time.Time) (time.Time, error)
 // holds it). A complete read that applied, not a dry run, moves the time up to which the
 // history is held to its end.
 func (h *History) CatchUp(ctx context.Context, since time.Time, opts pipeline.CatchUpOptions) (pipeline.CatchUpSummary, error) {
-	if err := h.lease.take(ctx); err != nil {
+	if err := h.lease.Take(ctx); err != nil {
 		return pipeline.CatchUpSummary{}, err
 	}
-	defer h.lease.release()
+	defer h.lease.Release()
 	start, err := h.Start(ctx, since)
 	if err != nil {
 		return pipeline.CatchUpSummary{}, err
 	}
 	end := h.opts.Clock()
 	read := func(ctx context.Context, page string) (billing.HistoryPage, error) {
-		if err := h.lease.take(ctx); err != nil { // renewed before each page
+		if err := h.lease.Take(ctx); err != nil { // renewed before each page
 			return billing.HistoryPage{}, err
 		}
 		return h.opts.Read(ctx, start, end, page)

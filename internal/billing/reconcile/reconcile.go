@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/lease"
 )
 
 // scope is the backfill cursor's scope of reconciliation: every subscription, any status.
@@ -58,7 +59,7 @@ type Reconciler struct {
 	pipeline *pipeline.Pipeline
 	log      *slog.Logger
 	opts     Options
-	lease    *lease
+	lease    *lease.Lease
 	drift    prometheus.Counter
 }
 
@@ -74,7 +75,7 @@ func New(d *db.DB, p *pipeline.Pipeline, log *slog.Logger, opts Options) *Reconc
 	if opts.Registerer != nil {
 		drift = register(opts.Registerer, drift)
 	}
-	return &Reconciler{db: d, pipeline: p, log: log, opts: opts, lease: newLease(d, opts.Provider, opts.Clock, log), drift: drift.WithLabelValues(opts.Provider)}
+	return &Reconciler{db: d, pipeline: p, log: log, opts: opts, lease: lease.New(d, opts.Provider, leaseFor, ErrBusy, opts.Clock, log), drift: drift.WithLabelValues(opts.Provider)}
 }
 
 // register registers drift, or finds the one another provider's Reconciler registered.
@@ -101,10 +102,10 @@ type Result struct {
 // run, its counts after every page. A pass cut short (ctx ended) is recorded as
 // interrupted, keeps its place for the next one, and releases the lease.
 func (r *Reconciler) Pass(ctx context.Context, dryRun bool) (Result, error) {
-	if err := r.lease.take(ctx); err != nil {
+	if err := r.lease.Take(ctx); err != nil {
 		return Result{}, err
 	}
-	defer r.lease.release()
+	defer r.lease.Release()
 	return r.pass(ctx, dryRun)
 }
 
@@ -118,7 +119,7 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 	var res Result
 	var drift strings.Builder
 	read := func(ctx context.Context, after string) (pipeline.Page, error) {
-		if err := r.lease.take(ctx); err != nil { // renewed before each page
+		if err := r.lease.Take(ctx); err != nil { // renewed before each page
 			return pipeline.Page{}, err
 		}
 		return r.opts.Read(ctx, after)

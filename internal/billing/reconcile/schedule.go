@@ -77,14 +77,14 @@ func (r *Reconciler) passIfDue(ctx context.Context, interval time.Duration) (ran
 	if r.opts.Before != nil {
 		r.opts.Before(ctx)
 	}
-	if err := r.lease.take(ctx); err != nil {
+	if err := r.lease.Take(ctx); err != nil {
 		if errors.Is(err, ErrBusy) {
 			r.log.Debug("reconcile: another process is reconciling", "provider", r.opts.Provider)
 			return false, nil
 		}
 		return false, err
 	}
-	defer r.lease.release()
+	defer r.lease.Release()
 	if wait, err := r.untilDue(ctx, interval); err != nil || wait > 0 {
 		return false, err
 	}

@@ -9,9 +9,7 @@ package retention
 import (
 	"compress/gzip"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/lease"
 )
 
 // Options are the retention settings.
@@ -50,9 +49,9 @@ var ErrBusy = errors.New("another process is removing old events now")
 
 // Pruner removes old events.
 type Pruner struct {
-	db     *db.DB
-	opts   Options
-	holder string
+	db    *db.DB
+	opts  Options
+	lease *lease.Lease
 }
 
 // New is a pruner of d's events.
@@ -63,9 +62,7 @@ func New(d *db.DB, opts Options) *Pruner {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	var id [8]byte
-	rand.Read(id[:])
-	return &Pruner{db: d, opts: opts, holder: hex.EncodeToString(id[:])}
+	return &Pruner{db: d, opts: opts, lease: lease.New(d, leaseKey, 10*time.Minute, ErrBusy, opts.Clock, opts.Log)}
 }
 
 // step is how many events one transaction removes when they are archived first, two
@@ -79,10 +76,10 @@ const leaseKey = "retention"
 func (p *Pruner) Pass(ctx context.Context, dryRun bool) (Result, error) {
 	var res Result
 	if !dryRun {
-		if err := p.takeLease(ctx); err != nil {
+		if err := p.lease.Take(ctx); err != nil {
 			return res, err
 		}
-		defer p.releaseLease()
+		defer p.lease.Release()
 	}
 	now := p.opts.Clock().UTC()
 	if !dryRun && p.opts.ArchiveDir == "" {
@@ -117,7 +114,7 @@ func (p *Pruner) removeInBulk(ctx context.Context, now time.Time) (Result, error
 	var res Result
 	cutoff, unresolvedCutoff := now.Add(-p.opts.Window), now.Add(-p.opts.Unresolved)
 	for {
-		if err := p.takeLease(ctx); err != nil {
+		if err := p.lease.Take(ctx); err != nil {
 			return res, err
 		}
 		removed, unresolved, err := p.bulkStep(ctx, cutoff, unresolvedCutoff, now)
@@ -181,7 +178,7 @@ func (p *Pruner) remove(ctx context.Context, rows []dbq.PrunableEventsRow, res *
 	if len(rows) == 0 {
 		return nil
 	}
-	if err := p.takeLease(ctx); err != nil { // renewed each step: a long pass keeps it
+	if err := p.lease.Take(ctx); err != nil { // renewed each step: a long pass keeps it
 		return err
 	}
 	if p.opts.ArchiveDir != "" {
@@ -265,25 +262,6 @@ func appendNew(list []string, items ...string) []string {
 		}
 	}
 	return list
-}
-
-func (p *Pruner) takeLease(ctx context.Context) error {
-	now := p.opts.Clock().UTC()
-	_, err := dbq.New(p.db).TakeReconcileLease(ctx, dbq.TakeReconcileLeaseParams{
-		Provider: leaseKey, Holder: p.holder, LeaseUntil: now.Add(10 * time.Minute), Now: now,
-	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return ErrBusy
-	}
-	return err
-}
-
-func (p *Pruner) releaseLease() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := dbq.New(p.db).ReleaseReconcileLease(ctx, dbq.ReleaseReconcileLeaseParams{Provider: leaseKey, Holder: p.holder}); err != nil {
-		p.opts.Log.Warn("retention: lease not released; it runs out by itself", "error", err)
-	}
 }
 
 // Every is how often serve removes old events, after a first pass at start-up.
