@@ -50,6 +50,11 @@ const (
 	OutcomeInvalid    = "invalid"
 )
 
+// MinRetention is the shortest time a stored event may be kept (EVENT_RETENTION): Apple's
+// notification history reaches 180 days back, and a redelivery from it must still find its
+// event.
+const MinRetention = 180 * 24 * time.Hour
+
 // EntitlementsChanged is the outbound event type of a change of a user's billing answer.
 const EntitlementsChanged = "entitlements.changed"
 

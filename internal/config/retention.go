@@ -10,7 +10,7 @@ import (
 // Retention is how long stored events are kept (EVENT_RETENTION_*, ARCHIVE_DIR).
 type Retention struct {
 	// Window (EVENT_RETENTION) is how long a stored event is kept after it was received;
-	// zero (unset, or 0) keeps every event. Under MinRetention is refused: the App Store's
+	// zero (unset, or 0) keeps every event. Under billing.MinRetention is refused: the App Store's
 	// notification history reaches that far back, and a redelivery from it must still
 	// find its event.
 	Window time.Duration
@@ -22,10 +22,6 @@ type Retention struct {
 	ArchiveDir string
 }
 
-// MinRetention is the shortest EVENT_RETENTION: the 180 days Apple's notification
-// history reaches back.
-const MinRetention = 180 * 24 * time.Hour
-
 func loadRetention(get func(name, def string) string, fail func(name, format string, args ...any)) Retention {
 	var r Retention
 	days := func(name string) time.Duration {
@@ -34,7 +30,7 @@ func loadRetention(get func(name, def string) string, fail func(name, format str
 			return 0
 		}
 		d, err := billing.ParseDuration(raw)
-		if err != nil || d < MinRetention {
+		if err != nil || d < billing.MinRetention {
 			fail(name, "want a duration of 180d or more such as 400d, or 0 to keep every event; Apple's notification history reaches 180 days back, got %q", raw)
 			return 0
 		}

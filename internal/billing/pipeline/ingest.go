@@ -163,7 +163,7 @@ func (p *Pipeline) ingestOne(ctx context.Context, tx *sql.Tx, q *dbq.Queries, sp
 // retention: the shortest window, less a day for providers' clocks. Only such events (a
 // provider's late redelivery) are looked up among the removed ones, so that ingestion of
 // today's events pays nothing for retention.
-const prunable = 179 * 24 * time.Hour
+const prunable = billing.MinRetention - 24*time.Hour
 
 // wasPruned says whether ev is an event retention removed, by the key it left.
 func (p *Pipeline) wasPruned(ctx context.Context, q *dbq.Queries, ev event) (bool, error) {
