@@ -21,7 +21,7 @@ func (q *Queries) DeleteProviderEvent(ctx context.Context, id string) error {
 	return err
 }
 
-const deletePrunable = `-- name: DeletePrunable :execrows
+const deletePrunable = `-- name: DeletePrunable :many
 delete from provider_events where id in (
     select e.id from provider_events e
     where e.received_at < $1
@@ -29,6 +29,7 @@ delete from provider_events where id in (
       and not exists (select 1 from provider_subscriptions ps where ps.provider = e.provider and ps.last_event_id = e.provider_event_id)
     order by e.received_at, e.id
     limit $3)
+returning (processed_at is null or coalesce(outcome, '') = 'unresolved') as unresolved
 `
 
 type DeletePrunableParams struct {
@@ -37,12 +38,27 @@ type DeletePrunableParams struct {
 	Max              int32
 }
 
-func (q *Queries) DeletePrunable(ctx context.Context, arg DeletePrunableParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deletePrunable, arg.Cutoff, arg.UnresolvedCutoff, arg.Max)
+func (q *Queries) DeletePrunable(ctx context.Context, arg DeletePrunableParams) ([]sql.NullBool, error) {
+	rows, err := q.db.QueryContext(ctx, deletePrunable, arg.Cutoff, arg.UnresolvedCutoff, arg.Max)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected()
+	defer rows.Close()
+	var items []sql.NullBool
+	for rows.Next() {
+		var unresolved sql.NullBool
+		if err := rows.Scan(&unresolved); err != nil {
+			return nil, err
+		}
+		items = append(items, unresolved)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const eventsBefore = `-- name: EventsBefore :many
@@ -138,6 +154,7 @@ func (q *Queries) EventsBefore(ctx context.Context, arg EventsBeforeParams) ([]E
 }
 
 const keepPrunableKeys = `-- name: KeepPrunableKeys :exec
+
 insert into pruned_events (provider, provider_event_id, pruned_at)
 select e.provider, e.provider_event_id, $1
 from provider_events e
@@ -156,6 +173,9 @@ type KeepPrunableKeysParams struct {
 	Max              int32
 }
 
+// The next two remove the first max events PrunableEvents would give, in one transaction
+// of SQLite's single writer (so both see the same events): their keys kept, then the
+// events deleted, saying for each whether it was unresolved.
 func (q *Queries) KeepPrunableKeys(ctx context.Context, arg KeepPrunableKeysParams) error {
 	_, err := q.db.ExecContext(ctx, keepPrunableKeys,
 		arg.Now,
@@ -255,49 +275,6 @@ func (q *Queries) PrunableEvents(ctx context.Context, arg PrunableEventsParams) 
 			return nil, err
 		}
 		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const prunableUnresolved = `-- name: PrunableUnresolved :many
-
-select (e.processed_at is null or coalesce(e.outcome, '') = 'unresolved') as unresolved
-from provider_events e
-where e.received_at < $1
-  and (e.received_at < $2 or (e.processed_at is not null and coalesce(e.outcome, '') <> 'unresolved'))
-  and not exists (select 1 from provider_subscriptions ps where ps.provider = e.provider and ps.last_event_id = e.provider_event_id)
-order by e.received_at, e.id
-limit $3
-`
-
-type PrunableUnresolvedParams struct {
-	Cutoff           time.Time
-	UnresolvedCutoff time.Time
-	Max              int32
-}
-
-// The next three remove the first max events PrunableEvents would give, in one
-// transaction of SQLite's single writer (so they see the same events): whether each is
-// unresolved, their keys kept, the events deleted.
-func (q *Queries) PrunableUnresolved(ctx context.Context, arg PrunableUnresolvedParams) ([]sql.NullBool, error) {
-	rows, err := q.db.QueryContext(ctx, prunableUnresolved, arg.Cutoff, arg.UnresolvedCutoff, arg.Max)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []sql.NullBool
-	for rows.Next() {
-		var unresolved sql.NullBool
-		if err := rows.Scan(&unresolved); err != nil {
-			return nil, err
-		}
-		items = append(items, unresolved)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err

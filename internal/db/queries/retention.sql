@@ -57,18 +57,9 @@ with doomed as (
 )
 select count(*) as removed, count(*) filter (where unresolved) as unresolved from doomed;
 
--- The next three remove the first max events PrunableEvents would give, in one
--- transaction of SQLite's single writer (so they see the same events): whether each is
--- unresolved, their keys kept, the events deleted.
-
--- name: PrunableUnresolved :many
-select (e.processed_at is null or coalesce(e.outcome, '') = 'unresolved') as unresolved
-from provider_events e
-where e.received_at < sqlc.arg(cutoff)
-  and (e.received_at < sqlc.arg(unresolved_cutoff) or (e.processed_at is not null and coalesce(e.outcome, '') <> 'unresolved'))
-  and not exists (select 1 from provider_subscriptions ps where ps.provider = e.provider and ps.last_event_id = e.provider_event_id)
-order by e.received_at, e.id
-limit sqlc.arg(max);
+-- The next two remove the first max events PrunableEvents would give, in one transaction
+-- of SQLite's single writer (so both see the same events): their keys kept, then the
+-- events deleted, saying for each whether it was unresolved.
 
 -- name: KeepPrunableKeys :exec
 insert into pruned_events (provider, provider_event_id, pruned_at)
@@ -81,11 +72,12 @@ order by e.received_at, e.id
 limit sqlc.arg(max)
 on conflict (provider, provider_event_id) do nothing;
 
--- name: DeletePrunable :execrows
+-- name: DeletePrunable :many
 delete from provider_events where id in (
     select e.id from provider_events e
     where e.received_at < sqlc.arg(cutoff)
       and (e.received_at < sqlc.arg(unresolved_cutoff) or (e.processed_at is not null and coalesce(e.outcome, '') <> 'unresolved'))
       and not exists (select 1 from provider_subscriptions ps where ps.provider = e.provider and ps.last_event_id = e.provider_event_id)
     order by e.received_at, e.id
-    limit sqlc.arg(max));
+    limit sqlc.arg(max))
+returning (processed_at is null or coalesce(outcome, '') = 'unresolved') as unresolved;
