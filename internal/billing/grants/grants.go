@@ -135,7 +135,8 @@ func (g *Grants) Revoke(ctx context.Context, userID, id, reason, by string) (gra
 	if err != nil {
 		return grant.Grant{}, err
 	}
-	return g.Get(ctx, userID, id)
+	current.Revoked = &now // as the applied revocation stored it
+	return current, nil
 }
 
 // Get is the grant id; with userID set, only if it is that user's.
