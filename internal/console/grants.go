@@ -95,7 +95,7 @@ func (c *Console) answerGrantAction(w http.ResponseWriter, r *http.Request, user
 		http.Redirect(w, r, "/admin/customers/"+url.PathEscape(userID)+"?done="+done+"#grants", http.StatusSeeOther)
 		return
 	case be == nil || status == 0:
-		c.fail(w, r, notFoundAs(err))
+		c.fail(w, r, err)
 		return
 	}
 	data, err := c.customerPage(r.Context(), userID, 1, form)
@@ -104,15 +104,6 @@ func (c *Console) answerGrantAction(w http.ResponseWriter, r *http.Request, user
 		return
 	}
 	c.render(w, r, status, "customer", page{Title: "Customer", Section: "customers", Alert: be.Detail, Data: data})
-}
-
-// notFoundAs is err as the console's fail reads it: billing's "no such thing" is its
-// errNoSuchThing.
-func notFoundAs(err error) error {
-	if billing.KindOf(err) == billing.KindNotFound {
-		return errNoSuchThing
-	}
-	return err
 }
 
 // operatorEmail is the signed-in operator's e-mail: who a grant's record names.
