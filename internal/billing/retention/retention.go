@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/db"
@@ -179,7 +180,7 @@ func (p *Pruner) remove(ctx context.Context, rows []dbq.PrunableEventsRow, res *
 		if err != nil {
 			return err
 		}
-		res.Archived = appendNew(res.Archived, files...)
+		res.Archived = slices.Compact(append(res.Archived, files...)) // a day's file spans steps
 	}
 	now := p.opts.Clock().UTC()
 	err := p.db.InTx(ctx, func(tx *sql.Tx) error {
@@ -246,15 +247,6 @@ func appendGzip(path string, records []Record) error {
 		err = closeErr
 	}
 	return err
-}
-
-func appendNew(list []string, items ...string) []string {
-	for _, it := range items {
-		if len(list) == 0 || list[len(list)-1] != it {
-			list = append(list, it)
-		}
-	}
-	return list
 }
 
 // Every is how often serve removes old events, after a first pass at start-up.
