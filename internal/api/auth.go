@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -18,13 +16,12 @@ import (
 
 type credentialKey struct{}
 
-// credential is the request's bearer token, read and hashed once at the front of the
-// chain: the per-token throttle and the verifier both key on the digest.
+// credential is the request's bearer token, read once at the front of the chain: the
+// per-token throttle and the verifier both key on the token itself.
 type credential struct {
 	token     string
-	sent      bool // a bearer credential was presented, well-formed or not
-	ambiguous bool // several Authorization headers: none is believed
-	digest    [32]byte
+	sent      bool   // a bearer credential was presented, well-formed or not
+	ambiguous bool   // several Authorization headers: none is believed
 	user      User   // set once a user token is verified
 	service   string // the service key's name, once checked
 }
@@ -55,22 +52,20 @@ func readCredential(next http.Handler) http.Handler {
 			c.token, c.sent = bearerToken(r.Header.Get("Authorization"))
 		}
 		if len(c.token) > MaxTokenBytes {
-			c.token = "" // refused unread: not worth hashing
-		}
-		if c.token != "" {
-			c.digest = sha256.Sum256([]byte(c.token))
+			c.token = "" // refused unread
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credentialKey{}, c)))
 	})
 }
 
-// tokenKey is the per-token throttle's key: the token's digest, never its claims.
+// tokenKey is the per-token throttle's key: the raw token, never its unverified claims.
+// The throttle's counters keep only a hash of it.
 func tokenKey(r *http.Request) (string, bool) {
 	c := credentialOf(r.Context())
 	if c == nil || c.token == "" {
 		return "", false
 	}
-	return hex.EncodeToString(c.digest[:16]), true
+	return c.token, true
 }
 
 // Authenticate admits only requests with a valid bearer credential, a user token or a
@@ -102,7 +97,7 @@ func Authenticate(v *Verifier, keys *servicekeys.Keys, log *slog.Logger, users *
 				next.ServeHTTP(w, r)
 				return
 			}
-			user, err := v.verify(r.Context(), c.token, c.digest)
+			user, err := v.verify(r.Context(), c.token)
 			switch {
 			case errors.Is(err, ErrNoKeySet):
 				log.WarnContext(r.Context(), "token not judged: no key set loaded")

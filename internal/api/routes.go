@@ -88,9 +88,9 @@ func refuseOutsideV1(_ *huma.OpenAPI, op *huma.Operation) {
 // document /api-docs serves.
 func (a *API) Huma() huma.API { return a.huma }
 
-// Routes mounts the API. The order on /api/* is: CORS, throttle per IP,
-// throttle per token, JWT verification, handler. Throttles run before verification, so a
-// flood never reaches the key set. (Request id and panic recovery wrap the whole server.)
+// Routes mounts the API. The order on /api/* is: CORS, the credential read, the throttles
+// per IP and per token (one pass), JWT verification, handler. Throttles run before
+// verification, so a flood never reaches the key set. (Request id and panic recovery wrap the whole server.)
 func (a *API) Routes(mux *http.ServeMux) {
 	a.inner.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNoRoute)
@@ -293,9 +293,11 @@ func (a *API) guard(next http.Handler) http.Handler {
 	next = a.opts.Throttles.By(perUserSync, userPosting(syncPath), nil)(next)
 	next = a.opts.Throttles.By(perUserPurchases, userPosting(purchasesPath), nil)(next)
 	h := Authenticate(a.opts.Verifier, a.opts.Keys, a.opts.Log, a.opts.Users)(next)
-	h = a.opts.Throttles.By(a.opts.PerToken, tokenKey, nil)(h)
+	// Both throttles in one pass, which writes the RateLimit headers once.
+	h = a.opts.Throttles.Guard(nil,
+		ratelimit.Rule{Limit: a.opts.PerIP, Key: a.opts.Throttles.IPKey},
+		ratelimit.Rule{Limit: a.opts.PerToken, Key: tokenKey})(h)
 	h = readCredential(h)
-	h = a.opts.Throttles.ByIP(a.opts.PerIP)(h)
 	return a.opts.CORS.Handler(h)
 }
 

@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/ratelimit"
 )
 
 // TestServiceKeys is the service-key matrix through the real handler tree: a valid key
@@ -19,7 +21,9 @@ import (
 // logs nor the database.
 func TestServiceKeys(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
-		h := newHarness(t, harnessConfig{db: d})
+		// The per-IP limit is above the per-token one, so that the RateLimit headers, which
+		// are the tighter limit's, show whether the key was counted.
+		h := newHarness(t, harnessConfig{db: d, perIP: ratelimit.Limit{Name: "api/ip", Requests: 100_000, Window: time.Minute}})
 		ctx := context.Background()
 		key, err := h.serviceKeys.Create(ctx, "backend")
 		if err != nil {
@@ -44,7 +48,7 @@ func TestServiceKeys(t *testing.T) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &view); err != nil || view.Subscribed || view.Plan.Key != "free" || view.Entitlements["projects"] != float64(2) {
 			t.Fatalf("entitlements of an unseen user: %s", rec.Body)
 		}
-		if rec.Header().Get("RateLimit-Limit") != "1000" {
+		if rec.Header().Get("RateLimit-Limit") != "1000" || rec.Header().Get("RateLimit-Remaining") != "999" {
 			t.Fatalf("the per-token throttle did not count the key: %v", rec.Header())
 		}
 		rec = h.do(http.MethodPost, "/api/v1/users/"+stranger+"/usage/projects", bearer(key), strings.NewReader(`{"amount": 2}`), "Content-Type", "application/json")

@@ -93,22 +93,22 @@ func NewVerifier(keys *KeySet, opts VerifierOptions) *Verifier {
 			jwt.WithLeeway(Leeway),
 			jwt.WithTimeFunc(clock),
 		),
-		cache: tokenCache{max: size, entries: map[[32]byte]cachedToken{}},
+		cache: tokenCache{max: size, entries: map[string]cachedToken{}},
 	}
 }
 
-// verify returns the user of a valid token (digest is its SHA-256, the cache key),
-// ErrNoKeySet when no key set was ever loaded, or errInvalidToken.
-func (v *Verifier) verify(ctx context.Context, raw string, digest [32]byte) (User, error) {
+// verify returns the user of a valid token, ErrNoKeySet when no key set was ever loaded,
+// or errInvalidToken.
+func (v *Verifier) verify(ctx context.Context, raw string) (User, error) {
 	version := v.keys.Version()
-	if user, ok := v.cache.get(digest, version, v.now()); ok {
+	if user, ok := v.cache.get(raw, version, v.now()); ok {
 		return user, nil
 	}
 	user, expires, err := v.verifyUncached(ctx, raw)
 	if err != nil {
 		return User{}, err
 	}
-	v.cache.put(digest, cachedToken{user: user, expires: expires, version: version})
+	v.cache.put(raw, cachedToken{user: user, expires: expires, version: version})
 	return user, nil
 }
 
@@ -142,12 +142,15 @@ func (v *Verifier) verifyUncached(ctx context.Context, raw string) (User, time.T
 	return user, c.ExpiresAt.Add(Leeway), nil
 }
 
-// tokenCache remembers verified tokens by digest until they expire or the key set changes,
-// so a client repeating its token pays for one signature check, not one per request.
+// tokenCache remembers verified tokens until they expire or the key set changes, so a
+// client repeating its token pays for one signature check, not one per request. It is
+// keyed by the token itself: only tokens that verified are kept, so only the identity
+// service's own tokens take its room, and a lookup is the map's hash and one comparison
+// rather than a SHA-256 of every request's token.
 type tokenCache struct {
 	mu      sync.RWMutex
 	max     int
-	entries map[[32]byte]cachedToken
+	entries map[string]cachedToken
 }
 
 type cachedToken struct {
@@ -156,9 +159,9 @@ type cachedToken struct {
 	version uint64
 }
 
-func (c *tokenCache) get(digest [32]byte, version uint64, now time.Time) (User, bool) {
+func (c *tokenCache) get(token string, version uint64, now time.Time) (User, bool) {
 	c.mu.RLock()
-	e, ok := c.entries[digest]
+	e, ok := c.entries[token]
 	c.mu.RUnlock()
 	if !ok || e.version != version || !now.Before(e.expires) {
 		return User{}, false
@@ -166,11 +169,11 @@ func (c *tokenCache) get(digest [32]byte, version uint64, now time.Time) (User, 
 	return e.user, true
 }
 
-func (c *tokenCache) put(digest [32]byte, e cachedToken) {
+func (c *tokenCache) put(token string, e cachedToken) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) >= c.max {
 		clear(c.entries) // crude, but bounded and rare: tokens live an hour
 	}
-	c.entries[digest] = e
+	c.entries[token] = e
 }
