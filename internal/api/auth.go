@@ -23,6 +23,7 @@ type credential struct {
 	sent      bool   // a bearer credential was presented, well-formed or not
 	ambiguous bool   // several Authorization headers: none is believed
 	user      User   // set once a user token is verified
+	userJSON  []byte // user, encoded; shared with the token cache, never changed
 	service   string // the service key's name, once checked
 }
 
@@ -97,7 +98,7 @@ func Authenticate(v *Verifier, keys *servicekeys.Keys, log *slog.Logger, users *
 				next.ServeHTTP(w, r)
 				return
 			}
-			user, err := v.verify(r.Context(), c.token)
+			found, err := v.verify(r.Context(), c.token)
 			switch {
 			case errors.Is(err, ErrNoKeySet):
 				log.WarnContext(r.Context(), "token not judged: no key set loaded")
@@ -107,8 +108,8 @@ func Authenticate(v *Verifier, keys *servicekeys.Keys, log *slog.Logger, users *
 				writeError(w, errBadToken)
 				return
 			}
-			c.user = user
-			users.Saw(user.SessionID, user.ID, user.Email)
+			c.user, c.userJSON = found.user, found.encoded
+			users.Saw(c.user.SessionID, c.user.ID, c.user.Email)
 			next.ServeHTTP(w, r)
 		})
 	}

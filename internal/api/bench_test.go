@@ -158,11 +158,10 @@ func BenchmarkES256(b *testing.B) {
 //
 //	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench SideBySide -benchtime 10x ./internal/api
 func BenchmarkSideBySide(b *testing.B) {
-	pairs, token := sideBySidePairs(b)
-	for _, pair := range pairs {
+	for _, pair := range sideBySidePairs(b) {
 		b.Run(pair.name, func(b *testing.B) {
 			var real, basis float64
-			alternate(b.N, func() { real += getFor(b, pair.real, pair.path, token) }, func() { basis += getFor(b, pair.basis, pair.path, token) })
+			alternate(b.N, func() { real += getFor(b, pair.real, pair.path, pair.authorization) }, func() { basis += getFor(b, pair.basis, pair.path, pair.authorization) })
 			b.ReportMetric(real/float64(b.N), "tollgate-req/s")
 			b.ReportMetric(basis/float64(b.N), "bare-req/s")
 			b.ReportMetric(real/basis, "ratio")
@@ -170,17 +169,17 @@ func BenchmarkSideBySide(b *testing.B) {
 	}
 }
 
-// sideBySidePair is a handler of tollgate's and the bare one it is measured against, and
-// the path both are asked for.
+// sideBySidePair is a handler of tollgate's and the bare one it is measured against, the
+// path both are asked for and the Authorization header sent.
 type sideBySidePair struct {
-	name        string
-	real, basis http.Handler
-	path        string
+	name                string
+	real, basis         http.Handler
+	path, authorization string
 }
 
-// sideBySidePairs are the pairs of BenchmarkSideBySide and BenchmarkUnderWrk, and the
-// Authorization header to send.
-func sideBySidePairs(b *testing.B) ([]sideBySidePair, string) {
+// sideBySidePairs are the pairs of BenchmarkSideBySide and BenchmarkUnderWrk: /api/v1/me,
+// the service API's entitlements of a user, and the middleware alone.
+func sideBySidePairs(b *testing.B) []sideBySidePair {
 	cfg := benchLimits
 	cfg.db = dbtest.Postgres(b)
 	cfg.answersMaxAge = 30 * time.Second // as serve keeps answers
@@ -189,26 +188,36 @@ func sideBySidePairs(b *testing.B) ([]sideBySidePair, string) {
 	if _, err := h.billing.RecordUsage(context.Background(), testUser, "projects", 1); err != nil {
 		b.Fatal(err)
 	}
-	me, req := httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/v1/me", nil)
-	req.Header.Set("Authorization", token)
-	h.handler.ServeHTTP(me, req)
-	if me.Code != http.StatusOK {
-		b.Fatalf("/api/v1/me: %d", me.Code)
+	key, err := h.serviceKeys.Create(context.Background(), "bench")
+	if err != nil {
+		b.Fatal(err)
 	}
-	body := me.Body.Bytes()
-	bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(body)
-	})
+	entitlements := "/api/v1/users/" + testUser + "/entitlements"
 	trivial := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"ok":true}`)
 	})
 	a := New(Options{Verifier: h.verifier, Throttles: h.throttles, PerIP: cfg.perIP, PerToken: cfg.perToken})
 	return []sideBySidePair{
-		{"me", h.handler, bare, "/api/v1/me"},
-		{"middleware", a.guard(trivial), trivial, "/api/v1/ping"},
-	}, token
+		{"me", h.handler, bareAnswer(b, h.handler, "/api/v1/me", token), "/api/v1/me", token},
+		{"entitlements", h.handler, bareAnswer(b, h.handler, entitlements, bearer(key)), entitlements, bearer(key)},
+		{"middleware", a.guard(trivial), trivial, "/api/v1/ping", token},
+	}
+}
+
+// bareAnswer is a bare handler writing what handler answers to a GET of path.
+func bareAnswer(b *testing.B, handler http.Handler, path, authorization string) http.Handler {
+	rec, req := httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path, nil)
+	req.Header.Set("Authorization", authorization)
+	handler.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		b.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
+	}
+	body := rec.Body.Bytes()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	})
 }
 
 // alternate runs pairs rounds of a and b in turns (a then b, then b then a, …) so that

@@ -25,7 +25,7 @@ type purchaseInput struct {
 
 // purchase applies a purchase the app reports for the token's user, verified with its
 // store, and answers as /api/v1/me does.
-func (a *API) purchase(ctx context.Context, in *purchaseInput) (*meOutput, error) {
+func (a *API) purchase(ctx context.Context, in *purchaseInput) (*encodedOutput, error) {
 	user, _ := CurrentUser(ctx)
 	proof := billing.Proof{SignedTransaction: in.Body.SignedTransaction, PurchaseToken: in.Body.PurchaseToken, ProductID: in.Body.ProductID}
 	if err := a.opts.Purchases.Claim(ctx, in.Body.Store, proof, user.ID); err != nil {

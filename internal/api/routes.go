@@ -128,7 +128,7 @@ var (
 func (a *API) register(api huma.API) {
 	api.UseMiddleware(a.admitCredential)
 
-	huma.Register(api, huma.Operation{
+	huma.Register(api, describedBy[meOutput](api, huma.Operation{
 		OperationID: "get-me",
 		Method:      http.MethodGet,
 		Path:        "/api/v1/me",
@@ -138,7 +138,7 @@ func (a *API) register(api huma.API) {
 		Tags:     []string{"account"},
 		Security: forUsers,
 		Errors:   []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
-	}, a.me)
+	}), a.me)
 
 	huma.Register(api, huma.Operation{
 		OperationID: "record-usage",
@@ -183,7 +183,7 @@ func (a *API) register(api huma.API) {
 			http.StatusNotImplemented, http.StatusBadGateway, http.StatusServiceUnavailable},
 	}, a.portal)
 
-	huma.Register(api, huma.Operation{
+	huma.Register(api, describedBy[meOutput](api, huma.Operation{
 		OperationID: "sync-billing",
 		Method:      http.MethodPost,
 		Path:        syncPath,
@@ -198,9 +198,9 @@ func (a *API) register(api huma.API) {
 		Security: forUsers,
 		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusNotImplemented,
 			http.StatusBadGateway, http.StatusServiceUnavailable},
-	}, a.syncPurchase)
+	}), a.syncPurchase)
 
-	huma.Register(api, huma.Operation{
+	huma.Register(api, describedBy[meOutput](api, huma.Operation{
 		OperationID: "report-purchase",
 		Method:      http.MethodPost,
 		Path:        purchasesPath,
@@ -214,9 +214,9 @@ func (a *API) register(api huma.API) {
 		Security: forUsers,
 		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity,
 			http.StatusTooManyRequests, http.StatusServiceUnavailable},
-	}, a.purchase)
+	}), a.purchase)
 
-	huma.Register(api, huma.Operation{
+	huma.Register(api, describedBy[userEntitlementsOutput](api, huma.Operation{
 		OperationID: "get-user-entitlements",
 		Method:      http.MethodGet,
 		Path:        "/api/v1/users/{user_id}/entitlements",
@@ -226,7 +226,7 @@ func (a *API) register(api huma.API) {
 		Tags:     []string{"service"},
 		Security: forServices,
 		Errors:   []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
-	}, a.userEntitlements)
+	}), a.userEntitlements)
 
 	huma.Register(api, huma.Operation{
 		OperationID: "record-user-usage",

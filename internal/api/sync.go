@@ -23,7 +23,7 @@ type syncInput struct {
 // syncPurchase reads the user's web purchase back from the provider and applies it at
 // once, then answers as /api/v1/me does: what an app calls when the purchase UI closes,
 // before the webhook may have arrived.
-func (a *API) syncPurchase(ctx context.Context, in *syncInput) (*meOutput, error) {
+func (a *API) syncPurchase(ctx context.Context, in *syncInput) (*encodedOutput, error) {
 	user, _ := CurrentUser(ctx)
 	session := ""
 	if in.Body != nil {

@@ -97,19 +97,31 @@ func NewVerifier(keys *KeySet, opts VerifierOptions) *Verifier {
 	}
 }
 
+// verified is the user of a verified token, and that user encoded as /api/v1/me sends it:
+// encoded once per token, not once per request.
+type verified struct {
+	user    User
+	encoded []byte
+}
+
 // verify returns the user of a valid token, ErrNoKeySet when no key set was ever loaded,
 // or errInvalidToken.
-func (v *Verifier) verify(ctx context.Context, raw string) (User, error) {
+func (v *Verifier) verify(ctx context.Context, raw string) (verified, error) {
 	version := v.keys.Version()
-	if user, ok := v.cache.get(raw, version, v.now()); ok {
-		return user, nil
+	if found, ok := v.cache.get(raw, version, v.now()); ok {
+		return found, nil
 	}
 	user, expires, err := v.verifyUncached(ctx, raw)
 	if err != nil {
-		return User{}, err
+		return verified{}, err
 	}
-	v.cache.put(raw, cachedToken{user: user, expires: expires, version: version})
-	return user, nil
+	encoded, err := encodeJSON(user)
+	if err != nil {
+		return verified{}, err
+	}
+	found := verified{user: user, encoded: encoded}
+	v.cache.put(raw, cachedToken{verified: found, expires: expires, version: version})
+	return found, nil
 }
 
 // verifyUncached does the full check: signature against the key set, then the claims.
@@ -154,19 +166,19 @@ type tokenCache struct {
 }
 
 type cachedToken struct {
-	user    User
+	verified
 	expires time.Time
 	version uint64
 }
 
-func (c *tokenCache) get(token string, version uint64, now time.Time) (User, bool) {
+func (c *tokenCache) get(token string, version uint64, now time.Time) (verified, bool) {
 	c.mu.RLock()
 	e, ok := c.entries[token]
 	c.mu.RUnlock()
 	if !ok || e.version != version || !now.Before(e.expires) {
-		return User{}, false
+		return verified{}, false
 	}
-	return e.user, true
+	return e.verified, true
 }
 
 func (c *tokenCache) put(token string, e cachedToken) {

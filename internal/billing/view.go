@@ -57,6 +57,18 @@ func ViewOf(e Entitlements, used map[string]int64) BillingView {
 	return v
 }
 
+// EncodeView is v as JSON, as every surface sends it: HTML characters unescaped, no
+// trailing newline.
+func EncodeView(v BillingView) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // Change is a user's answer before and after a write, encoded as a receiver sees them.
 type Change struct {
 	UserID            string

@@ -9,11 +9,20 @@ import (
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
-// answer is userID's position and usage now: from the cache, else read (and kept).
+// answer is userID's position and usage now: from the cache, else read (and kept), copied
+// so that the caller may change it.
 func (s *Reader) answer(ctx context.Context, userID string) (cachedAnswer, error) {
+	a, err := s.kept(ctx, userID)
+	return a.clone(), err
+}
+
+// kept is userID's answer now as the cache holds it, shared: it must not be changed. A
+// kept answer carries its view already encoded, so that the requests answered from memory
+// (/api/v1/me, the service API) do not encode it again each time.
+func (s *Reader) kept(ctx context.Context, userID string) (cachedAnswer, error) {
 	now := s.now()
 	if a, ok := s.answers.get(userID, now); ok {
-		return a.clone(), nil
+		return a, nil
 	}
 	generation := s.answers.begin()
 	var a cachedAnswer
@@ -25,8 +34,11 @@ func (s *Reader) answer(ctx context.Context, userID string) (cachedAnswer, error
 	if err != nil {
 		return cachedAnswer{}, err
 	}
+	if a.view, err = billing.EncodeView(billing.ViewOf(a.position, a.used)); err != nil {
+		return cachedAnswer{}, err
+	}
 	s.answers.keep(generation, a, now)
-	return a.clone(), nil
+	return a, nil
 }
 
 // readAnswer reads userID's answer at now in one statement (UserAnswer), with the plan

@@ -31,6 +31,7 @@ type answerCache struct {
 type cachedAnswer struct {
 	position billing.Entitlements
 	used     map[string]int64
+	view     []byte // billing.EncodeView of the answer's view; shared, never changed
 	until    time.Time
 }
 

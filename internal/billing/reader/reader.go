@@ -130,6 +130,20 @@ func (s *Reader) View(ctx context.Context, userID string) (billing.BillingView, 
 	return billing.ViewOf(e, used), nil
 }
 
+// ViewJSON is View encoded as billing.EncodeView encodes it. With kept answers it is the
+// encoding kept with the answer, shared by every caller: it must not be changed.
+func (s *Reader) ViewJSON(ctx context.Context, userID string) ([]byte, error) {
+	if s.answers != nil {
+		a, err := s.kept(ctx, userID)
+		return a.view, err
+	}
+	v, err := s.View(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return billing.EncodeView(v)
+}
+
 // RecordUsage adds amount to the user's counter for name in the current period, refusing
 // without change when that would pass the limit. Concurrent callers never overshoot: the
 // check and the add are one conditional upsert.
