@@ -117,7 +117,8 @@ func TestAnotherInstancesWebhookChangesThisOnesAnswerWithinASecond(t *testing.T)
 }
 
 // TestAKeptAnswerIsTheAnswer: the one-statement read behind kept answers gives what the
-// uncached reads give, across subscriptions of both providers and usage.
+// uncached reads give, across subscriptions of both providers and usage, and so does the
+// encoding kept with it.
 func TestAKeptAnswerIsTheAnswer(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
 		kept := billingtest.New(t, d, billingtest.WithAnswers)
@@ -135,6 +136,18 @@ func TestAKeptAnswerIsTheAnswer(t *testing.T) {
 			}
 			if billingtest.JSON(t, a) != billingtest.JSON(t, b) {
 				t.Fatalf("%s: kept %s, read %s", when, billingtest.JSON(t, a), billingtest.JSON(t, b))
+			}
+			// The encoding kept with the answer is the view's, as read anew.
+			keptJSON, err := kept.Svc.ViewJSON(ctx, billingtest.FixtureUser)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readJSON, err := plain.Svc.ViewJSON(ctx, billingtest.FixtureUser)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want, _ := billing.EncodeView(b); string(keptJSON) != string(want) || string(readJSON) != string(want) {
+				t.Fatalf("%s: ViewJSON kept %s, read %s; want %s", when, keptJSON, readJSON, want)
 			}
 		}
 		same("a new user")
