@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"io"
+	"log/slog"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -192,6 +193,10 @@ func sideBySidePairs(b *testing.B) []sideBySidePair {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Keys kept in memory, as serve keeps them.
+	ctx, stop := context.WithCancel(context.Background())
+	b.Cleanup(stop)
+	go h.serviceKeys.ListenForChanges(ctx, slog.New(slog.DiscardHandler))
 	entitlements := "/api/v1/users/" + testUser + "/entitlements"
 	trivial := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -38,14 +38,17 @@ import (
 
 // Server is tollgate's HTTP surface with everything it depends on.
 type Server struct {
-	cfg       config.Config
-	env       env
-	db        *db.DB
-	billing   *billingParts
-	keys      *api.KeySet
-	throttles *ratelimit.Throttles
-	api       *api.API
-	web       *web.Web
+	cfg     config.Config
+	env     env
+	db      *db.DB
+	billing *billingParts
+	keys    *api.KeySet
+	// serviceKeys checks the service API's keys, kept in memory while serve listens for
+	// revocations.
+	serviceKeys *servicekeys.Keys
+	throttles   *ratelimit.Throttles
+	api         *api.API
+	web         *web.Web
 	// reconciler keeps billing in step with the web provider's API; nil unless
 	// RECONCILE_INTERVAL and WEB_API_KEY are set.
 	reconciler *reconcile.Reconciler
@@ -103,13 +106,14 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	}
 	s.keys = api.NewKeySet(e.cfg.AuthJWKSURL, api.KeySetOptions{Client: identityClient, Log: e.log, Registerer: registry})
 	users := knownusers.New(d, e.log)
+	s.serviceKeys = servicekeys.New(d)
 	s.api = api.New(api.Options{
 		Users:     users,
 		Billing:   s.billing.reader,
 		Checkout:  s.billing.checkout,
 		Purchases: s.billing.pipeline,
 		Grants:    s.billing.grants,
-		Keys:      servicekeys.New(d),
+		Keys:      s.serviceKeys,
 		Verifier:  api.NewVerifier(s.keys, api.VerifierOptions{Issuer: e.cfg.AuthJWTIssuer, Audience: e.cfg.AuthJWTAudience, HS256Secret: e.cfg.AuthJWTSecret}),
 		Throttles: throttles,
 		// In development any localhost origin may call the API until CORS_ORIGINS says
@@ -313,6 +317,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		each.Wait()
 	}()
 	go s.billing.reader.ListenForChanges(ctx)
+	go s.serviceKeys.ListenForChanges(ctx, s.env.log)
 	delivering := make(chan struct{})
 	go func() {
 		defer close(delivering)

@@ -42,8 +42,9 @@ type Key struct {
 
 // Keys works on the service_keys table.
 type Keys struct {
-	db  *db.DB
-	now func() time.Time
+	db      *db.DB
+	now     func() time.Time
+	checked checkedKeys
 }
 
 // New returns Keys over d.
@@ -93,6 +94,7 @@ func (k *Keys) List(ctx context.Context) ([]Key, error) {
 // Revoke removes the key named name; it stops working at once.
 func (k *Keys) Revoke(ctx context.Context, name string) error {
 	n, err := dbq.New(k.db).DeleteServiceKey(ctx, name)
+	k.checked.forget()
 	if err == nil && n == 0 {
 		return fmt.Errorf("%w: no key is named %q", ErrUnknown, name)
 	}
@@ -106,6 +108,10 @@ func (k *Keys) Check(ctx context.Context, key string) (string, error) {
 	if !strings.HasPrefix(key, Prefix) {
 		return "", ErrUnknown
 	}
+	if found, ok := k.checked.get(key, k.now()); ok {
+		return found.name, nil
+	}
+	generation := k.checked.begin()
 	ctx, cancel := k.db.Bound(ctx)
 	defer cancel()
 	q := dbq.New(k.db)
@@ -118,12 +124,15 @@ func (k *Keys) Check(ctx context.Context, key string) (string, error) {
 		return "", k.db.Report(ctx, err)
 	}
 	now := k.now()
-	if !found.LastUsedAt.Valid || now.Sub(found.LastUsedAt.Time) >= touchEvery {
+	touched := found.LastUsedAt.Time
+	if !found.LastUsedAt.Valid || now.Sub(touched) >= touchEvery {
 		if err := q.TouchServiceKey(ctx, dbq.TouchServiceKeyParams{ID: found.ID, Now: sql.NullTime{Time: now, Valid: true}}); err != nil {
 			return "", k.db.Report(ctx, err)
 		}
+		touched = now
 	}
 	k.db.Answered()
+	k.checked.keep(generation, key, checkedKey{name: found.Name, touched: touched})
 	return found.Name, nil
 }
 
