@@ -56,6 +56,7 @@ type growth struct {
 	events                int
 	ingestPerSecond       float64
 	pages                 map[string]time.Duration
+	standing              time.Duration // working out the overview's and plans' counts
 	answer                time.Duration
 	sizeBefore, sizeAfter int64
 	removed               int
@@ -87,6 +88,12 @@ func measureGrowth(b *testing.B, events int) growth {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// As serve does at start-up (RunSnapshots), and then every 30 s when it is slow.
+	g.standing = timed(1, func() {
+		if _, err := c.workOutStanding(ctx); err != nil {
+			b.Fatal(err)
+		}
+	})
 	handler := c.Handler()
 	for _, page := range growthPages {
 		g.pages[page.name] = timed(3, func() {
@@ -170,6 +177,8 @@ func printGrowth(b *testing.B, small, big growth) {
 		fmt.Fprintf(&out, "| console %s, ms | %.1f | %.1f | %.2f |\n", p.name, ms(small.pages[p.name]), ms(big.pages[p.name]),
 			float64(big.pages[p.name])/float64(small.pages[p.name]))
 	}
+	fmt.Fprintf(&out, "| counts worked out (in the background when slow), ms | %.1f | %.1f | %.2f |\n", ms(small.standing), ms(big.standing),
+		float64(big.standing)/float64(small.standing))
 	fmt.Fprintf(&out, "| a user's answer read anew, µs | %d | %d | %.2f |\n", small.answer.Microseconds(), big.answer.Microseconds(),
 		float64(big.answer)/float64(small.answer))
 	fmt.Fprintf(&out, "| database, MB, before retention | %d | %d | |\n", small.sizeBefore>>20, big.sizeBefore>>20)

@@ -15,6 +15,8 @@ import (
 const chartDays = 90
 
 type overviewData struct {
+	// Kept is when the counts were worked out, when that was before this request (else zero).
+	Kept     time.Time
 	Now      standing
 	Total    int64
 	MRR      []money // per currency, now
@@ -31,12 +33,16 @@ type money struct {
 // overview is GET /admin: subscribers and MRR now, and the charts of the last 90 days.
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	now, subscribed, err := c.currentStanding(ctx)
+	current, err := c.currentStanding(ctx)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
+	now, subscribed := current.Rows, current.People
 	data := overviewData{Now: now, Total: subscribed.Total}
+	if current.Kept {
+		data.Kept = current.At
+	}
 	mrr := map[string]int64{}
 	for _, row := range now {
 		data.Unpriced += row.Unpriced

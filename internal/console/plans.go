@@ -3,11 +3,14 @@ package console
 import (
 	"net/http"
 	"sort"
+	"time"
 
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
 type plansData struct {
+	// Kept is when the counts of people were worked out, when that was before this request (else zero).
+	Kept  time.Time
 	Plans []planRow
 }
 
@@ -41,12 +44,16 @@ func (c *Console) plans(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	_, subscribed, err := c.currentStanding(ctx)
+	current, err := c.currentStanding(ctx)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
+	subscribed := current.People
 	var data plansData
+	if current.Kept {
+		data.Kept = current.At
+	}
 	for _, p := range plans {
 		row := planRow{Key: p.Key, Name: p.Name, Tier: p.Tier, Default: p.IsDefault, Archived: p.ArchivedAt.Valid, ByProvider: map[string]int64{}}
 		for _, pr := range prices {

@@ -118,23 +118,6 @@ type people struct {
 
 type planProvider struct{ plan, provider string }
 
-// currentStanding reads the subscriptions and works out the standing now, and the people
-// subscribed.
-func (c *Console) currentStanding(ctx context.Context) (standing, people, error) {
-	subs, err := dbq.New(c.opts.DB).ConsoleSubscriptions(ctx)
-	if err != nil {
-		return nil, people{}, err
-	}
-	now := c.now()
-	p := people{
-		ByProvider:     countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) string { return s.Provider }),
-		ByPlan:         countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) string { return s.PlanKey }),
-		ByPlanProvider: countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) planProvider { return planProvider{s.PlanKey, s.Provider} }),
-		Total:          countPeople(subs, now, func(dbq.ConsoleSubscriptionsRow) struct{} { return struct{}{} })[struct{}{}],
-	}
-	return standingAt(subs, now), p, nil
-}
-
 // snapshot keeps today's standing in billing_days, replacing what an earlier snapshot of
 // today kept: history the charts cannot derive later.
 func (c *Console) snapshot(ctx context.Context, s standing) error {
@@ -157,22 +140,29 @@ func (c *Console) snapshot(ctx context.Context, s standing) error {
 }
 
 // RunSnapshots keeps today's standing every interval until ctx ends, so that the charts
-// have a point for every day the server ran, whether or not an operator looked.
+// have a point for every day the server ran, whether or not an operator looked. When
+// working the standing out is slow, it also works it out every standingRefresh, so that
+// the pages always find a fresh one kept.
 func (c *Console) RunSnapshots(ctx context.Context, interval time.Duration) {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
+	var snapped time.Time
 	for {
-		s, _, err := c.currentStanding(ctx)
-		if err == nil {
-			err = c.snapshot(ctx, s)
+		s, err := c.workOutStanding(ctx)
+		if err == nil && time.Since(snapped) >= interval {
+			if err = c.snapshot(ctx, s.Rows); err == nil {
+				snapped = time.Now()
+			}
 		}
 		if err != nil && ctx.Err() == nil {
 			c.opts.Log.WarnContext(ctx, "console: today's standing not kept", "error", err)
 		}
+		wait := interval
+		if c.kept.slow() {
+			wait = min(interval, standingRefresh)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-time.After(wait):
 		}
 	}
 }
