@@ -62,22 +62,23 @@ type eventRow = dbq.ListProblemEventsRow
 
 // listEvents is a page of the events the filters in f match: those that need a hand
 // first (unresolved or invalid), then the rest, each newest first. Each part is read by
-// its own index in time order, so a page costs its rows and its offset, not a sort of
-// every stored event.
+// its own index in time order, so a page costs its rows and its offset, not a sort (or a
+// count) of every stored event: the ones that need a hand are counted only when the page
+// starts past them, and then only up to its offset.
 func (c *Console) listEvents(ctx context.Context, f dbq.ListProblemEventsParams) ([]eventRow, error) {
 	q := dbq.New(c.opts.DB)
-	problems, err := q.CountProblemEvents(ctx, dbq.CountProblemEventsParams{Provider: f.Provider, EventType: f.EventType, Outcome: f.Outcome, Since: f.Since})
-	if err != nil {
-		return nil, err
+	rows, err := q.ListProblemEvents(ctx, f)
+	if err != nil || len(rows) == int(f.Max) {
+		return rows, err
 	}
-	var rows []eventRow
-	if int64(f.Skip) < problems {
-		if rows, err = q.ListProblemEvents(ctx, f); err != nil {
+	problems := int64(f.Skip) + int64(len(rows)) // the page holds their last ones
+	if len(rows) == 0 && f.Skip > 0 {
+		problems, err = q.CountProblemEvents(ctx, dbq.CountProblemEventsParams{
+			Provider: f.Provider, EventType: f.EventType, Outcome: f.Outcome, Since: f.Since, UpTo: f.Skip,
+		})
+		if err != nil {
 			return nil, err
 		}
-	}
-	if len(rows) == int(f.Max) {
-		return rows, nil
 	}
 	others, err := q.ListOtherEvents(ctx, dbq.ListOtherEventsParams{
 		Provider: f.Provider, EventType: f.EventType, Outcome: f.Outcome, Since: f.Since,

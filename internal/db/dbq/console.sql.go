@@ -70,12 +70,15 @@ func (q *Queries) ConsoleSubscriptions(ctx context.Context) ([]ConsoleSubscripti
 }
 
 const countProblemEvents = `-- name: CountProblemEvents :one
-select count(*) from provider_events
-where outcome in ('unresolved', 'invalid')
-  and ($1 = '' or provider = $1)
-  and ($2 = '' or event_type = $2)
-  and ($3 = '' or outcome = $3)
-  and received_at >= $4
+select count(*) from (
+    select 1 from provider_events
+    where outcome in ('unresolved', 'invalid')
+      and ($1 = '' or provider = $1)
+      and ($2 = '' or event_type = $2)
+      and ($3 = '' or outcome = $3)
+      and received_at >= $4
+    limit $5
+) problems
 `
 
 type CountProblemEventsParams struct {
@@ -83,16 +86,19 @@ type CountProblemEventsParams struct {
 	EventType interface{}
 	Outcome   interface{}
 	Since     time.Time
+	UpTo      int32
 }
 
 // The events that need a hand (unresolved, or refused as invalid) among those the filters
-// match; empty filters match all. The console lists these first.
+// match, counted up to up_to; empty filters match all. The console lists these first, and
+// counts them only to page past them, so never more than the page's offset.
 func (q *Queries) CountProblemEvents(ctx context.Context, arg CountProblemEventsParams) (int64, error) {
 	row := q.db.QueryRowContext(ctx, countProblemEvents,
 		arg.Provider,
 		arg.EventType,
 		arg.Outcome,
 		arg.Since,
+		arg.UpTo,
 	)
 	var count int64
 	err := row.Scan(&count)

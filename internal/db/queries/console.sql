@@ -104,13 +104,17 @@ from provider_events where id = sqlc.arg(id);
 
 -- name: CountProblemEvents :one
 -- The events that need a hand (unresolved, or refused as invalid) among those the filters
--- match; empty filters match all. The console lists these first.
-select count(*) from provider_events
-where outcome in ('unresolved', 'invalid')
-  and (sqlc.arg(provider) = '' or provider = sqlc.arg(provider))
-  and (sqlc.arg(event_type) = '' or event_type = sqlc.arg(event_type))
-  and (sqlc.arg(outcome) = '' or outcome = sqlc.arg(outcome))
-  and received_at >= sqlc.arg(since);
+-- match, counted up to up_to; empty filters match all. The console lists these first, and
+-- counts them only to page past them, so never more than the page's offset.
+select count(*) from (
+    select 1 from provider_events
+    where outcome in ('unresolved', 'invalid')
+      and (sqlc.arg(provider) = '' or provider = sqlc.arg(provider))
+      and (sqlc.arg(event_type) = '' or event_type = sqlc.arg(event_type))
+      and (sqlc.arg(outcome) = '' or outcome = sqlc.arg(outcome))
+      and received_at >= sqlc.arg(since)
+    limit sqlc.arg(up_to)
+) problems;
 
 -- name: ListProblemEvents :many
 select id, provider, provider_event_id, event_type, received_at, outcome, processing_error, user_id
