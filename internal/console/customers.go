@@ -66,8 +66,12 @@ func (c *Console) search(ctx context.Context, q string) ([]string, error) {
 	}
 	var byID []string
 	if !strings.Contains(q, "@") {
-		if byID, err = queries.UsersByProviderID(ctx, sql.NullString{String: q, Valid: true}); err != nil {
-			return nil, err
+		for _, provider := range c.providers() {
+			found, err := queries.UsersByProviderID(ctx, dbq.UsersByProviderIDParams{Provider: provider, ID: sql.NullString{String: q, Valid: true}})
+			if err != nil {
+				return nil, err
+			}
+			byID = append(byID, found...)
 		}
 	}
 	var ids []string

@@ -570,16 +570,22 @@ func (q *Queries) ListProblemEvents(ctx context.Context, arg ListProblemEventsPa
 
 const recentCustomers = `-- name: RecentCustomers :many
 select user_id from (
-    select user_id, last_seen as seen from known_users
+    select user_id, seen from (
+        select user_id, last_seen as seen from known_users order by last_seen desc, user_id limit 50
+    ) signed_in
     union all
-    select user_id, updated_at as seen from billing_customers
+    select user_id, seen from (
+        select user_id, updated_at as seen from billing_customers order by updated_at desc, user_id limit 50
+    ) customers
 ) recent
 group by user_id
 order by max(seen) desc, user_id
 limit 50
 `
 
-// The users most recently seen signing in or changed by a billing event, newest first.
+// The users most recently seen signing in or made customers by a billing event, newest
+// first. Each table holds a user once, so the 50 newest of both are among each table's 50
+// newest (by the same order): two index walks of 50 rows, not a sort of every user.
 func (q *Queries) RecentCustomers(ctx context.Context) ([]string, error) {
 	rows, err := q.db.QueryContext(ctx, recentCustomers)
 	if err != nil {
@@ -639,25 +645,38 @@ func (q *Queries) SearchKnownUsers(ctx context.Context, pattern string) ([]Searc
 }
 
 const usersByProviderID = `-- name: UsersByProviderID :many
-select c.user_id from billing_customers c where c.web_customer_id = $1
+select c.user_id from billing_customers c where $1 = 'web' and c.web_customer_id = $2
 union
 select c.user_id from provider_subscriptions ps
 join subscriptions s on s.provider_subscription_id = ps.id
 join billing_customers c on c.id = s.billing_customer_id
-where ps.provider_subscription_id = $1 or ps.provider_customer_id = $1
+where ps.provider = $1 and ps.provider_subscription_id = $2
 union
-select e.user_id from provider_events e where e.provider_event_id = $1 and e.user_id is not null
+select c.user_id from provider_subscriptions ps
+join subscriptions s on s.provider_subscription_id = ps.id
+join billing_customers c on c.id = s.billing_customer_id
+where ps.provider = $1 and ps.provider_customer_id = $2
 union
 select e.user_id from provider_events e
-where e.subscription_id = $1 and e.outcome = 'unresolved' and e.user_id is not null
+where e.provider = $1 and e.provider_event_id = $2 and e.user_id is not null
+union
+select e.user_id from provider_events e
+where e.subscription_id = $2 and e.provider = $1 and e.outcome = 'unresolved' and e.user_id is not null
 limit 50
 `
 
-// The users a provider's customer, subscription (an App Store original transaction) or
+type UsersByProviderIDParams struct {
+	Provider interface{}
+	ID       sql.NullString
+}
+
+// The users one provider's customer, subscription (an App Store original transaction) or
 // event id leads to: through the canonical rows, or through an unresolved event that
-// names its user (a subscription whose plan never resolved has no canonical row).
-func (q *Queries) UsersByProviderID(ctx context.Context, id sql.NullString) ([]string, error) {
-	rows, err := q.db.QueryContext(ctx, usersByProviderID, id)
+// names its user (a subscription whose plan never resolved has no canonical row). Each
+// part is a lookup in a key that starts with the provider, so the console asks once per
+// provider.
+func (q *Queries) UsersByProviderID(ctx context.Context, arg UsersByProviderIDParams) ([]string, error) {
+	rows, err := q.db.QueryContext(ctx, usersByProviderID, arg.Provider, arg.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -29,11 +29,17 @@ where lower(email) like CAST(sqlc.arg(pattern) AS text) escape '\'
 order by email limit 50;
 
 -- name: RecentCustomers :many
--- The users most recently seen signing in or changed by a billing event, newest first.
+-- The users most recently seen signing in or made customers by a billing event, newest
+-- first. Each table holds a user once, so the 50 newest of both are among each table's 50
+-- newest (by the same order): two index walks of 50 rows, not a sort of every user.
 select user_id from (
-    select user_id, last_seen as seen from known_users
+    select * from (
+        select user_id, last_seen as seen from known_users order by last_seen desc, user_id limit 50
+    ) signed_in
     union all
-    select user_id, updated_at as seen from billing_customers
+    select * from (
+        select user_id, updated_at as seen from billing_customers order by updated_at desc, user_id limit 50
+    ) customers
 ) recent
 group by user_id
 order by max(seen) desc, user_id
@@ -43,20 +49,28 @@ limit 50;
 select user_id, email from known_users where user_id = sqlc.arg(user_id);
 
 -- name: UsersByProviderID :many
--- The users a provider's customer, subscription (an App Store original transaction) or
+-- The users one provider's customer, subscription (an App Store original transaction) or
 -- event id leads to: through the canonical rows, or through an unresolved event that
--- names its user (a subscription whose plan never resolved has no canonical row).
-select c.user_id from billing_customers c where c.web_customer_id = sqlc.arg(id)
+-- names its user (a subscription whose plan never resolved has no canonical row). Each
+-- part is a lookup in a key that starts with the provider, so the console asks once per
+-- provider.
+select c.user_id from billing_customers c where sqlc.arg(provider) = 'web' and c.web_customer_id = sqlc.arg(id)
 union
 select c.user_id from provider_subscriptions ps
 join subscriptions s on s.provider_subscription_id = ps.id
 join billing_customers c on c.id = s.billing_customer_id
-where ps.provider_subscription_id = sqlc.arg(id) or ps.provider_customer_id = sqlc.arg(id)
+where ps.provider = sqlc.arg(provider) and ps.provider_subscription_id = sqlc.arg(id)
 union
-select e.user_id from provider_events e where e.provider_event_id = sqlc.arg(id) and e.user_id is not null
+select c.user_id from provider_subscriptions ps
+join subscriptions s on s.provider_subscription_id = ps.id
+join billing_customers c on c.id = s.billing_customer_id
+where ps.provider = sqlc.arg(provider) and ps.provider_customer_id = sqlc.arg(id)
 union
 select e.user_id from provider_events e
-where e.subscription_id = sqlc.arg(id) and e.outcome = 'unresolved' and e.user_id is not null
+where e.provider = sqlc.arg(provider) and e.provider_event_id = sqlc.arg(id) and e.user_id is not null
+union
+select e.user_id from provider_events e
+where e.subscription_id = sqlc.arg(id) and e.provider = sqlc.arg(provider) and e.outcome = 'unresolved' and e.user_id is not null
 limit 50;
 
 -- name: CustomerSubscriptions :many
