@@ -8,24 +8,31 @@ import (
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
-// The standing is worked out from every canonical subscription. With a few thousand that
-// takes milliseconds and every page works it out anew; with a million it takes seconds.
-// So once working it out has taken longer than slowStanding, the pages show the last one
-// worked out while it is younger than standingMaxAge, saying when it was worked out, and
-// RunSnapshots works it out again every standingRefresh so that they always find one.
+// The counts the overview and the plans page show (the standing, from every canonical
+// subscription, and the charts' daily counts of the last 90 days) take milliseconds with a
+// few thousand subscriptions, and every view works them out anew; with a million, and a
+// million events in 90 days, they take seconds. So once working them out has taken longer
+// than slowStanding, the pages show the last ones worked out while they are younger than
+// standingMaxAge, saying when they were worked out, and RunSnapshots works them out again
+// every standingRefresh so that the pages always find them.
 const (
 	slowStanding    = 100 * time.Millisecond
-	standingMaxAge  = time.Minute
-	standingRefresh = standingMaxAge / 2
+	standingMaxAge  = 2 * time.Minute
+	standingRefresh = time.Minute
 )
 
-// standingNow is the standing and the people subscribed at At. Kept says it was worked
-// out before the request that shows it.
+// dailyCharts are the overview's charts counted by day from stored rows, by their query in
+// days.sql.
+var dailyCharts = []string{"new", "churned", "webhooks", "deliveries"}
+
+// standingNow is the standing, the people subscribed and the daily counts at At. Kept
+// says they were worked out before the request that shows them.
 type standingNow struct {
 	At     time.Time
 	Kept   bool
 	Rows   standing
 	People people
+	Daily  map[string]dayCounts // by the name of its query, since the first of the charts' days
 }
 
 // keptStanding is the last standing worked out and how long that took.
@@ -83,8 +90,8 @@ func (c *Console) currentStanding(ctx context.Context) (standingNow, error) {
 	return c.workOutStanding(ctx)
 }
 
-// workOutStanding reads every canonical subscription, works out the standing and the
-// people subscribed now, and keeps them.
+// workOutStanding reads every canonical subscription and the charts' days, works out the
+// standing, the people subscribed and the daily counts now, and keeps them.
 func (c *Console) workOutStanding(ctx context.Context) (standingNow, error) {
 	started := time.Now()
 	subs, err := dbq.New(c.opts.DB).ConsoleSubscriptions(ctx)
@@ -92,7 +99,14 @@ func (c *Console) workOutStanding(ctx context.Context) (standingNow, error) {
 		return standingNow{}, err
 	}
 	now := c.now()
-	s := standingNow{At: now, Rows: standingAt(subs, now), People: people{
+	since, _ := time.Parse(time.DateOnly, lastDays(now, chartDays)[0])
+	daily := map[string]dayCounts{}
+	for _, name := range dailyCharts {
+		if daily[name], err = c.countByDay(ctx, name, since); err != nil {
+			return standingNow{}, err
+		}
+	}
+	s := standingNow{At: now, Daily: daily, Rows: standingAt(subs, now), People: people{
 		ByProvider:     countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) string { return s.Provider }),
 		ByPlan:         countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) string { return s.PlanKey }),
 		ByPlanProvider: countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) planProvider { return planProvider{s.PlanKey, s.Provider} }),

@@ -53,7 +53,7 @@ func overviewOf(t *testing.T, c *Console) (total string, kept bool) {
 
 // TestSlowCountsAreKept: while working the counts out is quick, every view works them out
 // and shows a new subscriber at once; once it is slow, views show the counts kept, saying
-// so, until they are a minute old.
+// so, until they are standingMaxAge old.
 func TestSlowCountsAreKept(t *testing.T) {
 	d := dbtest.SQLite(t)
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
@@ -82,10 +82,10 @@ func TestSlowCountsAreKept(t *testing.T) {
 	}
 	clock = clock.Add(standingMaxAge - time.Second)
 	if total, _ := overviewOf(t, c); total != "2" {
-		t.Fatalf("slow counts just under a minute old: %s, want the kept 2", total)
+		t.Fatalf("slow counts just under standingMaxAge old: %s, want the kept 2", total)
 	}
 	clock = clock.Add(time.Second)
 	if total, kept := overviewOf(t, c); total != "3" || kept {
-		t.Fatalf("slow counts a minute old: %s, kept %v; want 3, worked out now", total, kept)
+		t.Fatalf("slow counts standingMaxAge old: %s, kept %v; want 3, worked out now", total, kept)
 	}
 }

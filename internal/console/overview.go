@@ -51,17 +51,18 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	data.MRR = inMajorUnits(mrr)
-	if data.Charts, err = c.charts(ctx, now, subscribed); err != nil {
+	if data.Charts, err = c.charts(ctx, current); err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	c.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Section: "overview", Data: data})
 }
 
-// charts are the overview's daily charts. The levels' past days are the kept snapshots;
-// today's point is the standing now, which the page has just worked out.
-func (c *Console) charts(ctx context.Context, now standing, subscribed people) ([]chart, error) {
-	days := lastDays(c.now(), chartDays)
+// charts are the overview's daily charts, as current counts them. The levels' past days
+// are the daily snapshots; today's point is current's standing.
+func (c *Console) charts(ctx context.Context, current standingNow) ([]chart, error) {
+	now, subscribed := current.Rows, current.People
+	days := lastDays(current.At, chartDays)
 	since, _ := time.Parse(time.DateOnly, days[0])
 	stored, err := dbq.New(c.opts.DB).ListBillingDays(ctx, since)
 	if err != nil {
@@ -98,10 +99,7 @@ func (c *Console) charts(ctx context.Context, now standing, subscribed people) (
 		{"new", "new", "New subscriptions"}, {"churned", "churned", "Churned subscriptions (expired or refunded)"},
 		{"webhooks", "webhooks", "Webhooks by outcome"}, {"deliveries", "deliveries", "Outbound deliveries"},
 	} {
-		counts, err := c.countByDay(ctx, q.name, since)
-		if err != nil {
-			return nil, err
-		}
+		counts := current.Daily[q.name]
 		order := providers
 		switch q.name {
 		case "webhooks":
