@@ -88,7 +88,7 @@ func measureGrowth(b *testing.B, events int) growth {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// As serve does at start-up (RunSnapshots), and then every 30 s when it is slow.
+	// As serve does at start-up (RunSnapshots), and then every minute when it is slow.
 	g.standing = timed(1, func() {
 		if _, err := c.workOutStanding(ctx); err != nil {
 			b.Fatal(err)
