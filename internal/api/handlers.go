@@ -29,7 +29,13 @@ func (a *API) me(ctx context.Context, _ *struct{}) (*encodedOutput, error) {
 	if err != nil {
 		return nil, a.fail(ctx, err)
 	}
-	return encodedJSON(meUser, c.userJSON, meBilling, view, meEnd), nil
+	user := c.userJSON
+	if user == nil { // a user set by other means than the token cache: encode it here
+		if user, err = encodeJSON(c.user); err != nil {
+			return nil, a.fail(ctx, err)
+		}
+	}
+	return encodedJSON(meUser, user, meBilling, view, meEnd), nil
 }
 
 type usageInput struct {
