@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"slices"
@@ -79,17 +80,36 @@ func (p *Pipeline) await(ctx context.Context, j *job) error {
 // another transaction (a deadlock with another instance's batch) is tried.
 const maxAttempts = 3
 
+// guardFor is how long batches stay guarded (a savepoint per event) after one had an
+// event to roll back alone: a stream of events that resolve to no one then costs one batch
+// applied twice in that time, not every batch.
+const guardFor = time.Minute
+
 // commit applies a batch in one transaction and tells each job how it went. Events are
 // applied in the order of the rows they lock, so that two batches lock rows in one order
 // and wait for each other rather than deadlock; a batch that deadlocks regardless (on a
-// customer's row, say) is tried again whole.
+// customer's row, say) is tried again whole. A batch is first applied without savepoints;
+// one that holds an event to roll back alone (unresolved, invalid, failed) is applied
+// again with a savepoint per event.
 func (p *Pipeline) commit(batch []*job) {
 	slices.SortStableFunc(batch, func(a, b *job) int { return strings.Compare(a.key, b.key) })
 	ctx, cancel := p.db.Bound(context.Background())
 	defer cancel()
+	guarded := time.Now().UnixNano() < p.guardedUntil.Load()
 	var err error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		err = p.db.InTx(ctx, func(tx *sql.Tx) error { return p.applyBatch(ctx, tx, batch) })
+		held := &heldLogs{}
+		attemptCtx := holdingLogs(ctx, held)
+		err = p.db.InTx(attemptCtx, func(tx *sql.Tx) error { return p.applyBatch(attemptCtx, tx, batch, guarded) })
+		if !errors.Is(err, errUnguarded) && (!db.IsConflict(err) || attempt == maxAttempts) {
+			held.emit() // this attempt counts: the batch is not applied again
+		}
+		if errors.Is(err, errUnguarded) {
+			guarded = true
+			p.guardedUntil.Store(time.Now().Add(guardFor).UnixNano())
+			p.log.DebugContext(ctx, "a batch held an event to roll back alone; applying it again with a savepoint per event", "events", len(batch))
+			continue
+		}
 		if !db.IsConflict(err) {
 			break
 		}
@@ -114,15 +134,15 @@ func (p *Pipeline) commit(batch []*job) {
 	}
 }
 
-// applyBatch processes and stores each job's event behind a savepoint of its own: an
-// event whose work fails is rolled back alone and answered as a failure, while its
-// neighbours commit.
-func (p *Pipeline) applyBatch(ctx context.Context, tx *sql.Tx, batch []*job) error {
+// applyBatch processes and stores each job's event; guarded, behind a savepoint of its
+// own: an event whose work fails is rolled back alone and answered as a failure, while
+// its neighbours commit. Unguarded, such an event returns errUnguarded.
+func (p *Pipeline) applyBatch(ctx context.Context, tx *sql.Tx, batch []*job, guarded bool) error {
 	q := dbq.New(tx)
 	for i, j := range batch {
 		j.result, j.err = Processed{}, nil
 		ctx := withValuesOf(ctx, j.ctx)
-		sp := savepoint("event_" + strconv.Itoa(i))
+		sp := savepoint{name: "event_" + strconv.Itoa(i), guarded: guarded}
 		done, err := p.ingestOne(ctx, tx, q, sp, j.ev)
 		switch {
 		case err == nil:
@@ -131,6 +151,9 @@ func (p *Pipeline) applyBatch(ctx context.Context, tx *sql.Tx, batch []*job) err
 			return err
 		default:
 			if rollbackErr := sp.rollBack(ctx, tx); rollbackErr != nil {
+				if errors.Is(rollbackErr, errUnguarded) {
+					return errUnguarded
+				}
 				return err // the transaction is lost: every event of the batch fails
 			}
 			j.err = err
@@ -184,4 +207,9 @@ type valuesOf struct {
 
 func withValuesOf(ctx, values context.Context) context.Context { return valuesOf{ctx, values} }
 
-func (c valuesOf) Value(key any) any { return c.values.Value(key) }
+func (c valuesOf) Value(key any) any {
+	if _, ok := key.(heldKey); ok {
+		return c.Context.Value(key) // the batch's attempt holds the event's log lines
+	}
+	return c.values.Value(key)
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +51,8 @@ type Pipeline struct {
 	onCommit   []func(users ...string)
 	queue      *queue
 	batchSize  prometheus.Histogram
+	// guardedUntil is until when (Unix ns) batches set a savepoint per event (guardFor).
+	guardedUntil atomic.Int64
 }
 
 // New builds a Pipeline.
@@ -59,7 +62,7 @@ func New(d *db.DB, log *slog.Logger, opts Options) *Pipeline {
 		clock = time.Now
 	}
 	p := &Pipeline{
-		db: d, log: log, now: func() time.Time { return clock().UTC() }, adapters: map[string]billing.Adapter{},
+		db: d, log: slog.New(holdingHandler{log.Handler()}), now: func() time.Time { return clock().UTC() }, adapters: map[string]billing.Adapter{},
 		catalogues: opts.Catalogues, mirror: opts.Mirror, announce: opts.OutboundWebhooks,
 	}
 	batching := opts.Batching

@@ -35,16 +35,31 @@ func (e event) reading() (billing.Reading, error) {
 }
 
 // savepoint names a savepoint of the transaction an event is processed in: each event of
-// a batch has its own, so that rolling one back never reaches into its neighbours.
-type savepoint string
+// a guarded batch has its own, so that rolling one back never reaches into its neighbours.
+// An optimistic batch (guarded false) sets none, saving a statement and a subtransaction
+// an event: rolling an event of it back reports errUnguarded instead, and the batch is
+// applied again, guarded (commit).
+type savepoint struct {
+	name    string
+	guarded bool
+}
+
+// errUnguarded is an event of an optimistic batch that must be rolled back alone.
+var errUnguarded = errors.New("an event of a batch without savepoints must be rolled back alone")
 
 func (s savepoint) set(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, "savepoint "+string(s))
+	if !s.guarded {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, "savepoint "+s.name)
 	return err
 }
 
 func (s savepoint) rollBack(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, "rollback to savepoint "+string(s))
+	if !s.guarded {
+		return errUnguarded
+	}
+	_, err := tx.ExecContext(ctx, "rollback to savepoint "+s.name)
 	return err
 }
 

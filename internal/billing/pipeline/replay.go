@@ -101,7 +101,7 @@ func (p *Pipeline) replayOne(ctx context.Context, provider, eventID string) (Pro
 		if fetched != nil {
 			ev = *fetched
 		}
-		if done, err = p.process(ctx, tx, "replayed_event", event{adapter: a, Event: ev, body: stored.Payload}); err != nil {
+		if done, err = p.process(ctx, tx, savepoint{name: "replayed_event", guarded: true}, event{adapter: a, Event: ev, body: stored.Payload}); err != nil {
 			return err
 		}
 		return p.storeOutcome(ctx, dbq.New(tx), stored.ID, done)
