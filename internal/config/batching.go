@@ -13,7 +13,7 @@ type Batching struct {
 	Wait time.Duration
 }
 
-// The limits of the batching settings: every event of a batch has a savepoint, and
+// The limits of the batching settings: every event of a guarded batch has a savepoint, and
 // Postgres keeps only 64 of a transaction's in memory; a wait past 50 ms would hold every
 // webhook back for longer than it saves.
 const (

@@ -64,7 +64,7 @@ func Open(ctx context.Context, databaseURL string, lockWait time.Duration) (*DB,
 			lockWait = 10 * time.Second
 		}
 		busyTimeout := fmt.Sprintf("busy_timeout(%d)", lockWait.Milliseconds())
-		// temp_store(2) keeps the journal of a savepoint (each webhook's processing has one)
+		// temp_store(2) keeps the journal of a savepoint (a webhook's in a guarded batch has one)
 		// in memory: by default it spills to a temporary file, opened and written per event.
 		for _, p := range []string{"foreign_keys(1)", busyTimeout, "journal_mode(WAL)", "synchronous(NORMAL)", "temp_store(2)"} {
 			if memory && p == "journal_mode(WAL)" {

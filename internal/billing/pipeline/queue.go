@@ -27,7 +27,7 @@ type Batching struct {
 // most.
 const (
 	DefaultBatchSize = 32
-	// MaxBatchSize: every event of a batch has a savepoint, and Postgres keeps the first
+	// MaxBatchSize: every event of a guarded batch has a savepoint, and Postgres keeps the first
 	// 64 subtransactions of a transaction in shared memory; past that, every other
 	// session's snapshot looks them up on disk.
 	MaxBatchSize = 64
