@@ -21,10 +21,6 @@ const (
 	standingRefresh = time.Minute
 )
 
-// dailyCharts are the overview's charts counted by day from stored rows, by their query in
-// days.sql.
-var dailyCharts = []string{"new", "churned", "webhooks", "deliveries"}
-
 // standingNow is the standing, the people subscribed and the daily counts at At. Kept
 // says they were worked out before the request that shows them.
 type standingNow struct {
@@ -32,7 +28,7 @@ type standingNow struct {
 	Kept   bool
 	Rows   standing
 	People people
-	Daily  map[string]dayCounts // by the name of its query, since the first of the charts' days
+	Daily  map[string]dayCounts // by the name of its query in days.sql, since the first of the charts' days
 }
 
 // keptStanding is the last standing worked out and how long that took.
@@ -101,7 +97,7 @@ func (c *Console) workOutStanding(ctx context.Context) (standingNow, error) {
 	now := c.now()
 	since, _ := time.Parse(time.DateOnly, lastDays(now, chartDays)[0])
 	daily := map[string]dayCounts{}
-	for _, name := range dailyCharts {
+	for name := range c.daily {
 		if daily[name], err = c.countByDay(ctx, name, since); err != nil {
 			return standingNow{}, err
 		}
