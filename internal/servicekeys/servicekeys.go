@@ -103,7 +103,8 @@ func (k *Keys) Revoke(ctx context.Context, name string) error {
 
 // Check returns the name of the key, or ErrUnknown. It records the use (at most once a
 // minute per key). Comparison is by SHA-256 lookup: the stored hash never leaves the
-// database and the key is never stored.
+// database and the key is never stored. While ListenForChanges runs, a key found is kept
+// in memory until its use is due to be recorded again (checkedKeys).
 func (k *Keys) Check(ctx context.Context, key string) (string, error) {
 	if !strings.HasPrefix(key, Prefix) {
 		return "", ErrUnknown
