@@ -70,13 +70,10 @@ func (k *keptStanding) slow() bool {
 }
 
 // currentStanding is the standing for a page: the one kept, when working it out is slow
-// and it is fresh, else worked out now.
+// and it is fresh, else worked out now, by one view at a time.
 func (c *Console) currentStanding(ctx context.Context) (standingNow, error) {
 	if s, ok := c.kept.fresh(c.now()); ok {
 		return s, nil
-	}
-	if !c.kept.slow() {
-		return c.workOutStanding(ctx)
 	}
 	c.kept.working.Lock()
 	defer c.kept.working.Unlock()
