@@ -49,6 +49,46 @@ func (l *Lease) Take(ctx context.Context) error {
 	return err
 }
 
+// Hold takes the lease (busy when another process holds it) and keeps it, renewing it
+// every third of its hold, until release is called: a wait of any length — a store's
+// Retry-After, a slow page — never lets it run out while this process lives. The returned
+// context ends when release is called or a renewal finds the lease taken by another
+// process (held past its end, unrenewed, as a database outage can make it), so that the
+// work under it stops.
+func (l *Lease) Hold(ctx context.Context) (held context.Context, release func(), err error) {
+	if err := l.Take(ctx); err != nil {
+		return nil, nil, err
+	}
+	held, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(l.holdFor / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-held.Done():
+				return
+			case <-tick.C:
+			}
+			err := l.Take(held)
+			switch {
+			case errors.Is(err, l.busy):
+				l.log.Warn("lease lost to another process; the work under it stops", "lease", l.key)
+				cancel()
+				return
+			case err != nil && held.Err() == nil:
+				l.log.Debug("lease not renewed; trying again", "lease", l.key, "error", err)
+			}
+		}
+	}()
+	return held, func() {
+		cancel()
+		<-done
+		l.Release()
+	}, nil
+}
+
 // Release lets the next holder, of any process, take the lease at once.
 func (l *Lease) Release() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -22,33 +21,24 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 )
 
-// The App Store Server API's base URLs, by environment.
+// The App Store Server API's base URLs, by environment, as Apple's own server libraries
+// use them.
 const (
-	ProductionAPI = "https://api.storekit.itunes.apple.com"
-	SandboxAPI    = "https://api.storekit-sandbox.itunes.apple.com"
+	ProductionAPI = "https://api.storekit.apple.com"
+	SandboxAPI    = "https://api.storekit-sandbox.apple.com"
 )
 
-// tokenLifetime is how long a request token lasts: Apple refuses one whose exp is more
-// than 60 minutes after its iat.
-const tokenLifetime = 20 * time.Minute
+// tokenLifetime is how long a request token lasts. Apple refuses one whose exp is more than
+// 60 minutes after its iat, and its documentation asks for a new token for each request;
+// its libraries sign one valid for five minutes.
+const tokenLifetime = 5 * time.Minute
 
-// maxAttempts bounds the tries of one request that Apple throttles (429) or fails (5xx).
-const maxAttempts = 6
-
-// ErrAPIKeyRefused is Apple refusing the request token (401): the key settings are wrong,
-// and no retry can help.
-var ErrAPIKeyRefused = errors.New("the App Store Server API refused the request token (401): check APPSTORE_KEY_ID, APPSTORE_ISSUER_ID and APPSTORE_PRIVATE_KEY_FILE")
-
-// APIError is any other answer of the API that is not a success; Code is Apple's
-// errorCode when it sent one.
-type APIError struct {
-	Status int
-	Code   int64
-}
-
-func (e *APIError) Error() string {
-	return fmt.Sprintf("the App Store Server API answered %d (errorCode %d)", e.Status, e.Code)
-}
+// maxAttempts bounds the tries of one request that Apple throttles (429) or fails (5xx);
+// maxNotFoundAttempts those of one answered by a 404 Apple says to try again.
+const (
+	maxAttempts         = 6
+	maxNotFoundAttempts = 3
+)
 
 // APIConfig is an In-App Purchase key from App Store Connect, and which API it calls.
 type APIConfig struct {
@@ -65,6 +55,9 @@ type APIConfig struct {
 	Pace   float64
 	Client *http.Client
 	Clock  func() time.Time
+	// Backoff is the first wait before a retry that Apple gave no Retry-After for, doubled
+	// at each try (default a second).
+	Backoff time.Duration
 }
 
 // storeLimits are the requests a second the client stays under, by environment: Apple
@@ -78,10 +71,6 @@ type API struct {
 	cfg     APIConfig
 	key     *ecdsa.PrivateKey
 	pace    *rate.Limiter
-
-	mu       sync.Mutex
-	token    string
-	tokenEnd time.Time
 }
 
 // API builds a client of the App Store Server API with an In-App Purchase key.
@@ -110,6 +99,9 @@ func (a *Adapter) API(cfg APIConfig) (*API, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = time.Second
+	}
 	limit := storeLimits["Sandbox"]
 	if l, ok := storeLimits[cfg.Environment]; ok {
 		limit = l
@@ -134,14 +126,12 @@ func parseP8(p8 []byte) (*ecdsa.PrivateKey, error) {
 	return key, nil
 }
 
-// requestToken is the bearer of the API's requests, made again a minute before it runs out.
+// Environment is the environment the client calls.
+func (c *API) Environment() string { return c.cfg.Environment }
+
+// requestToken is the bearer of one request: a new one for each, as Apple asks.
 func (c *API) requestToken() (string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	now := c.cfg.Clock()
-	if c.token != "" && now.Before(c.tokenEnd.Add(-time.Minute)) {
-		return c.token, nil
-	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{
 		"iss": c.cfg.IssuerID, "iat": now.Unix(), "exp": now.Add(tokenLifetime).Unix(),
 		"aud": "appstoreconnect-v1", "bid": c.adapter.bundleID,
@@ -151,13 +141,13 @@ func (c *API) requestToken() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("signing the App Store request token: %w", err)
 	}
-	c.token, c.tokenEnd = signed, now.Add(tokenLifetime)
 	return signed, nil
 }
 
-// do sends one request and decodes its answer into out. A 429 waits until the moment its
-// Retry-After names (UNIX milliseconds), or else backs off, doubling; so does a 5xx. A 401
-// ends at once with ErrAPIKeyRefused.
+// do sends one request and decodes its answer into out. What Apple says to try again —
+// a 429, a 5xx, a 404 with a retryable code — is tried again after a wait: until the
+// moment a 429's Retry-After names (UNIX milliseconds), or else a backoff that doubles.
+// Any other refusal ends at once (errors.go).
 func (c *API) do(ctx context.Context, method, path string, body, out any) error {
 	var payload []byte
 	if body != nil {
@@ -166,11 +156,11 @@ func (c *API) do(ctx context.Context, method, path string, body, out any) error 
 			return err
 		}
 	}
-	backoff := time.Second
+	backoff := c.cfg.Backoff
 	for attempt := 1; ; attempt++ {
-		status, retryAt, err := c.once(ctx, method, path, payload, out)
-		switch {
-		case err == nil || status == http.StatusUnauthorized || (status != http.StatusTooManyRequests && status < 500) || attempt == maxAttempts:
+		retryAt, err := c.once(ctx, method, path, payload, out)
+		var apiErr *APIError
+		if err == nil || !errors.As(err, &apiErr) || !apiErr.retryable() || attempt >= apiErr.attempts() {
 			return err
 		}
 		wait := backoff
@@ -186,18 +176,18 @@ func (c *API) do(ctx context.Context, method, path string, body, out any) error 
 	}
 }
 
-// once is one attempt: its status, the moment a 429 says to retry at, and its error.
-func (c *API) once(ctx context.Context, method, path string, payload []byte, out any) (int, time.Time, error) {
+// once is one attempt: the moment a 429 says to retry at, and its error.
+func (c *API) once(ctx context.Context, method, path string, payload []byte, out any) (time.Time, error) {
 	if err := c.pace.Wait(ctx); err != nil {
-		return 0, time.Time{}, err
+		return time.Time{}, err
 	}
 	token, err := c.requestToken()
 	if err != nil {
-		return 0, time.Time{}, err
+		return time.Time{}, err
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.cfg.BaseURL+path, bytes.NewReader(payload))
 	if err != nil {
-		return 0, time.Time{}, err
+		return time.Time{}, err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	if payload != nil {
@@ -205,20 +195,18 @@ func (c *API) once(ctx context.Context, method, path string, payload []byte, out
 	}
 	resp, err := c.cfg.Client.Do(req)
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("the App Store Server API: %w", err)
+		return time.Time{}, fmt.Errorf("the App Store Server API: %w", err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	switch {
 	case err != nil:
-		return 0, time.Time{}, fmt.Errorf("the App Store Server API: %w", err)
+		return time.Time{}, fmt.Errorf("the App Store Server API: %w", err)
 	case resp.StatusCode == http.StatusOK:
 		if err := json.Unmarshal(raw, out); err != nil {
-			return resp.StatusCode, time.Time{}, fmt.Errorf("the App Store Server API's answer: %s", billing.JSONProblem(err))
+			return time.Time{}, fmt.Errorf("the App Store Server API's answer: %s", billing.JSONProblem(err))
 		}
-		return resp.StatusCode, time.Time{}, nil
-	case resp.StatusCode == http.StatusUnauthorized:
-		return resp.StatusCode, time.Time{}, ErrAPIKeyRefused
+		return time.Time{}, nil
 	}
 	var apple struct {
 		ErrorCode int64 `json:"errorCode"`
@@ -228,5 +216,5 @@ func (c *API) once(ctx context.Context, method, path string, payload []byte, out
 	if ms, err := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64); err == nil && ms > 0 {
 		retryAt = time.UnixMilli(ms)
 	}
-	return resp.StatusCode, retryAt, &APIError{Status: resp.StatusCode, Code: apple.ErrorCode}
+	return retryAt, c.refusal(resp.StatusCode, apple.ErrorCode)
 }

@@ -128,7 +128,10 @@ func TestAPIKeyRefusedIsNotRetried(t *testing.T) {
 // A 429 waits until the moment its Retry-After names (UNIX milliseconds), or else backs
 // off; the read then completes.
 func TestAPIWaitsOutA429(t *testing.T) {
-	s, api := standIn(t)
+	s, _ := standIn(t)
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	api := client(t, s.Chain, s, srv.URL, s.PrivateKeyPEM, 0) // the default backoff: a second
 	// To the millisecond, as Retry-After names it.
 	retryAt := time.Now().Add(1200 * time.Millisecond).Truncate(time.Millisecond)
 	s.Throttle(time.Time{}) // no Retry-After: a backoff of a second

@@ -32,6 +32,9 @@ func (c *API) NotificationHistory(ctx context.Context, start, end time.Time, pag
 	}
 	var page billing.HistoryPage
 	if answer.HasMore {
+		if answer.PaginationToken == "" {
+			return billing.HistoryPage{}, fmt.Errorf("%w: Apple said hasMore with no paginationToken", billing.ErrHistoryPaging)
+		}
 		page.Next = answer.PaginationToken
 	}
 	for _, h := range answer.NotificationHistory {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+
+	"github.com/tollgate/tollgate/internal/billing"
 )
 
 // Subscription statuses of Get All Subscription Statuses.
@@ -36,7 +38,9 @@ type SubscriptionStatus struct {
 var ErrRefusedStatus = errors.New("a subscription status refused")
 
 // ErrUnknownSubscription: the API's environment holds no subscription of that original
-// transaction (Apple's 404, or an answer without it).
+// transaction (Apple's 404 with 4040005 or 4040010, or none, or an answer without it).
+// Apple's "not found, try again" codes are not this: they are billing.ErrReadLater once
+// the tries are spent.
 var ErrUnknownSubscription = errors.New("the App Store holds no subscription of that original transaction in this environment")
 
 // SubscriptionStatus reads the subscription of originalTransactionID (Get All Subscription
@@ -58,7 +62,7 @@ func (c *API) SubscriptionStatus(ctx context.Context, originalTransactionID stri
 	}
 	err := c.do(ctx, "GET", "/inApps/v1/subscriptions/"+url.PathEscape(originalTransactionID), nil, &answer)
 	var apiErr *APIError
-	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound && !apiErr.retryable() && !errors.Is(err, billing.ErrAPIRefused) {
 		return SubscriptionStatus{}, ErrUnknownSubscription
 	}
 	if err != nil {

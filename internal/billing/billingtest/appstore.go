@@ -18,9 +18,12 @@ func WithAppStore(t testing.TB, chain *appstoredev.Chain) Option {
 }
 
 // appStoreAdapter is the App Store's adapter for the app, in Production, pinned to chain's root.
-func appStoreAdapter(t testing.TB, chain *appstoredev.Chain) *appstore.Adapter {
+func appStoreAdapter(t testing.TB, chain *appstoredev.Chain, environments ...string) *appstore.Adapter {
 	t.Helper()
-	a, err := appstore.New(appstore.Config{BundleID: Bundle, RootCerts: chain.RootPEM(), Environments: []string{"Production"}})
+	if len(environments) == 0 {
+		environments = []string{"Production"}
+	}
+	a, err := appstore.New(appstore.Config{BundleID: Bundle, RootCerts: chain.RootPEM(), Environments: environments})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,16 +65,25 @@ func AppStoreNotification(id, typ, subtype, sub, user string, signed, expires ti
 // adapter pinned to its chain (add it with WithAdapters), and a client of the API with the
 // stand-in's key, in Production.
 func AppStoreAPI(t testing.TB) (*appstoredev.API, *appstore.Adapter, *appstore.API) {
+	return AppStoreAPIIn(t, "Production")
+}
+
+// AppStoreAPIIn is AppStoreAPI in environment (Production or Sandbox): the stand-in's
+// history, the adapter's applied environment and the client's. The stand-in measures its
+// history window from Now; a client's retries wait a millisecond, doubling.
+func AppStoreAPIIn(t testing.TB, environment string) (*appstoredev.API, *appstore.Adapter, *appstore.API) {
 	t.Helper()
 	chain := NewChain(t)
-	a := appStoreAdapter(t, chain)
-	s, err := appstoredev.NewAPI(chain, Bundle, "Production")
+	a := appStoreAdapter(t, chain, environment)
+	s, err := appstoredev.NewAPI(chain, Bundle, environment)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	api, err := a.API(appstore.APIConfig{KeyID: s.KeyID, IssuerID: s.IssuerID, PrivateKey: s.PrivateKeyPEM, Environment: "Production", BaseURL: srv.URL})
+	s.Clock = func() time.Time { return Now }
+	api, err := a.API(appstore.APIConfig{KeyID: s.KeyID, IssuerID: s.IssuerID, PrivateKey: s.PrivateKeyPEM, Environment: environment,
+		BaseURL: srv.URL, Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

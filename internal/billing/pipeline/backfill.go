@@ -23,6 +23,9 @@ const (
 	BackfillUpdated    = "updated"
 	BackfillUnchanged  = "unchanged"
 	BackfillUnresolved = "unresolved"
+	// BackfillFailed: the subscription could not be read (its page's Failed); it is left
+	// as it is for a later run.
+	BackfillFailed = "failed"
 )
 
 // BackfillOptions steers a backfill.
@@ -41,6 +44,14 @@ type Page struct {
 	Subscriptions []json.RawMessage
 	LastID        string // the cursor after this page
 	HasMore       bool
+	// Failed are the page's subscriptions whose read failed (an answer that was garbage, or
+	// an API that kept failing), with why: the run goes on past them.
+	Failed []FailedRead
+}
+
+// FailedRead is a subscription whose read failed, and why.
+type FailedRead struct {
+	SubscriptionID, Reason string
 }
 
 // PageReader reads the page after the subscription after ("" for the first).
@@ -75,6 +86,8 @@ type BackfillChange struct {
 type BackfillSummary struct {
 	Pages, Seen                             int
 	Created, Updated, Unchanged, Unresolved int
+	// Failed counts the subscriptions whose read failed (not in Seen).
+	Failed int
 	// Unresolved subscriptions, in the order met: "sub_…: reason".
 	UnresolvedIDs []string
 	// ResumedAfter is the subscription an earlier, interrupted run stopped after, and
@@ -148,6 +161,10 @@ func (p *Pipeline) Backfill(ctx context.Context, provider string, read PageReade
 			return sum, fmt.Errorf("%w: the page after %q ends at %q again", ErrCursorStuck, sum.Cursor, page.LastID)
 		}
 		visited[page.LastID] = true
+		for _, f := range page.Failed {
+			sum.Failed++
+			report(BackfillChange{SubscriptionID: f.SubscriptionID, Outcome: BackfillFailed, Reason: f.Reason})
+		}
 		for _, raw := range page.Subscriptions {
 			change, err := p.backfillSubscription(work, a, snapshots, raw, at, opts.DryRun)
 			if err != nil {

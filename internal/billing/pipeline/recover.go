@@ -22,29 +22,36 @@ type CatchUpSummary struct {
 
 // CatchUpOptions: DryRun applies nothing; Report is told each event's id and outcome;
 // Progress, when set, the summary so far after each page read and each event applied.
+// From is the page to begin at ("" the first): where an earlier read stopped. PageDone,
+// when set, is told after each page is applied the page that follows it ("" after the
+// last), so that a read cut short can resume there; its error ends the read.
 type CatchUpOptions struct {
 	DryRun   bool
 	Report   func(id, outcome string)
 	Progress func(CatchUpSummary)
+	From     string
+	PageDone func(next string) error
 }
 
-// CatchUp reads a provider's whole history and processes every event in it that tollgate
-// has not stored, in the order the provider signed them, exactly as if it had been
-// delivered: stored under its own id, ordered, with the unresolved rule intact. An event
-// already stored is skipped and its row left as it is: a copy read back is no redelivery.
-// Each event's outcome is reported (OutcomeDuplicate for one already stored); in a dry run
-// nothing is applied and each new event is reported as "would apply".
+// CatchUp reads a provider's history page by page and processes every event in it that
+// tollgate has not stored, exactly as if it had been delivered: stored under its own id,
+// ordered, with the unresolved rule intact. A page is applied before the next is read, in
+// the order the provider signed its events (the pipeline's ordering places each among
+// events of other pages), so a long history is never held whole. An event already stored
+// is skipped and its row left as it is: a copy read back is no redelivery. Each event's
+// outcome is reported (OutcomeDuplicate for one already stored); in a dry run nothing is
+// applied and each new event is reported as "would apply". A page token met before ends
+// the read with billing.ErrHistoryPaging: the pages would loop for ever.
 func (p *Pipeline) CatchUp(ctx context.Context, provider string, read HistoryReader, opts CatchUpOptions) (CatchUpSummary, error) {
-	report, progress := opts.Report, opts.Progress
-	if report == nil {
-		report = func(string, string) {}
+	if opts.Report == nil {
+		opts.Report = func(string, string) {}
 	}
-	if progress == nil {
-		progress = func(CatchUpSummary) {}
+	if opts.Progress == nil {
+		opts.Progress = func(CatchUpSummary) {}
 	}
 	var sum CatchUpSummary
-	var events []billing.HistoryEvent
-	for page := ""; ; {
+	seen := map[string]bool{opts.From: true}
+	for page := opts.From; ; {
 		h, err := read(ctx, page)
 		if err != nil {
 			return sum, err
@@ -54,19 +61,33 @@ func (p *Pipeline) CatchUp(ctx context.Context, provider string, read HistoryRea
 		for _, err := range h.Refused {
 			p.log.WarnContext(ctx, "a history item refused", "provider", provider, "error", err.Error())
 		}
-		events = append(events, h.Events...)
-		sum.Read = len(events)
-		progress(sum)
+		sum.Read += len(h.Events)
+		opts.Progress(sum)
+		if err := p.catchUpPage(ctx, provider, h.Events, opts, &sum); err != nil {
+			return sum, err
+		}
+		if h.Next != "" && seen[h.Next] {
+			return sum, fmt.Errorf("%w: the page after %q is %q again", billing.ErrHistoryPaging, page, h.Next)
+		}
+		seen[h.Next] = true
+		if opts.PageDone != nil {
+			if err := opts.PageDone(h.Next); err != nil {
+				return sum, err
+			}
+		}
 		if page = h.Next; page == "" {
-			break
+			return sum, nil
 		}
 	}
-	sum.Read = len(events)
+}
+
+// catchUpPage applies one page's events, in the order the provider signed them.
+func (p *Pipeline) catchUpPage(ctx context.Context, provider string, events []billing.HistoryEvent, opts CatchUpOptions, sum *CatchUpSummary) error {
 	slices.SortStableFunc(events, func(a, b billing.HistoryEvent) int { return a.At.Compare(b.At) })
 	for _, e := range events {
 		id, outcome, err := p.recoverOne(ctx, provider, e.Body, opts.DryRun)
 		if err != nil {
-			return sum, err
+			return err
 		}
 		switch outcome {
 		case billing.OutcomeDuplicate:
@@ -75,10 +96,10 @@ func (p *Pipeline) CatchUp(ctx context.Context, provider string, read HistoryRea
 		default:
 			sum.Applied++
 		}
-		report(id, outcome)
-		progress(sum)
+		opts.Report(id, outcome)
+		opts.Progress(*sum)
 	}
-	return sum, nil
+	return nil
 }
 
 // answered is the outcome of a history event that a delivery would have had answered

@@ -26,9 +26,10 @@ import (
 // scope is the backfill cursor's scope of reconciliation: every subscription, any status.
 const scope = "reconcile"
 
-// leaseFor is how long a lease holds without renewal; a pass renews it after every page,
-// so only a process that died lets it run out.
-const leaseFor = 2 * time.Minute
+// LeaseFor is how long a lease holds without renewal; its holder renews it every third of
+// that while it lives (lease.Hold), so only a process that died lets it run out, and
+// another takes the work up soon after.
+const LeaseFor = 20 * time.Second
 
 // ErrBusy: another process holds the provider's lease; this pass was skipped.
 var ErrBusy = errors.New("another process is reconciling this provider")
@@ -47,7 +48,7 @@ type Options struct {
 	// provider's Reconciler); nil registers nothing.
 	Registerer prometheus.Registerer
 	Clock      func() time.Time
-	// Before, when set, runs before each scheduled pass (Run), outside the provider's lease:
+	// Before, when set, runs before each scheduled pass (Run), under the provider's lease:
 	// a store's history caught up on, say (under a lease of its own), so that the pass
 	// finds what it applied. It logs its own failures.
 	Before func(ctx context.Context)
@@ -75,7 +76,7 @@ func New(d *db.DB, p *pipeline.Pipeline, log *slog.Logger, opts Options) *Reconc
 	if opts.Registerer != nil {
 		drift = register(opts.Registerer, drift)
 	}
-	return &Reconciler{db: d, pipeline: p, log: log, opts: opts, lease: lease.New(d, opts.Provider, leaseFor, ErrBusy, opts.Clock, log), drift: drift.WithLabelValues(opts.Provider)}
+	return &Reconciler{db: d, pipeline: p, log: log, opts: opts, lease: lease.New(d, opts.Provider, LeaseFor, ErrBusy, opts.Clock, log), drift: drift.WithLabelValues(opts.Provider)}
 }
 
 // register registers drift, or finds the one another provider's Reconciler registered.
@@ -94,7 +95,11 @@ func register(reg prometheus.Registerer, drift *prometheus.CounterVec) *promethe
 // Result is what one pass did.
 type Result struct {
 	Checked, Drifted, Repaired, Unresolved int
-	Interrupted                            bool
+	// Failed counts the subscriptions whose read failed: left for the next pass.
+	Failed      int
+	Interrupted bool
+	// Notes are what the reads said of the pass as a whole (Note), one line each.
+	Notes string
 }
 
 // Pass runs one pass: it takes the lease (ErrBusy when another process holds it), reads
@@ -102,46 +107,53 @@ type Result struct {
 // run, its counts after every page. A pass cut short (ctx ended) is recorded as
 // interrupted, keeps its place for the next one, and releases the lease.
 func (r *Reconciler) Pass(ctx context.Context, dryRun bool) (Result, error) {
-	if err := r.lease.Take(ctx); err != nil {
+	ctx, release, err := r.lease.Hold(ctx)
+	if err != nil {
 		return Result{}, err
 	}
-	defer r.lease.Release()
+	defer release()
 	return r.pass(ctx, dryRun)
 }
 
-// pass runs a pass under the lease the caller holds.
+// pass runs a pass under the lease the caller holds. A pass of the provider left
+// unfinished is one whose process died (only the holder runs one): it is recorded as
+// interrupted first.
 func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 	q := dbq.New(r.db)
+	if err := q.InterruptStaleReconcileRuns(ctx, dbq.InterruptStaleReconcileRunsParams{Provider: r.opts.Provider, Now: sql.NullTime{Time: r.now(), Valid: true}}); err != nil {
+		return Result{}, err
+	}
 	runID, err := q.StartReconcileRun(ctx, dbq.StartReconcileRunParams{Provider: r.opts.Provider, DryRun: dryRun, Now: r.now()})
 	if err != nil {
 		return Result{}, err
 	}
 	var res Result
 	var drift strings.Builder
-	read := func(ctx context.Context, after string) (pipeline.Page, error) {
-		if err := r.lease.Take(ctx); err != nil { // renewed before each page
-			return pipeline.Page{}, err
-		}
-		return r.opts.Read(ctx, after)
-	}
+	notes := &notes{}
+	ctx = context.WithValue(ctx, notesKey{}, notes)
 	// The record is written whatever ctx does: a pass cut short still says how far it got.
 	record := context.WithoutCancel(ctx)
 	progress := func(sum pipeline.BackfillSummary) {
-		res.Checked, res.Unresolved = sum.Seen, sum.Unresolved
+		res.Checked, res.Unresolved, res.Failed, res.Notes = sum.Seen, sum.Unresolved, sum.Failed, notes.String()
 		err := q.RecordReconcileProgress(record, dbq.RecordReconcileProgressParams{
 			ID: runID, Checked: int64(res.Checked), Drifted: int64(res.Drifted), Repaired: int64(res.Repaired),
-			Unresolved: int64(res.Unresolved), Drift: drift.String(),
+			Unresolved: int64(res.Unresolved), Failed: int64(res.Failed), Drift: drift.String(), Notes: res.Notes,
 		})
 		if err != nil {
 			r.log.WarnContext(ctx, "reconcile: progress not recorded", "provider", r.opts.Provider, "error", err)
 		}
 	}
-	sum, err := r.pipeline.Backfill(ctx, r.opts.Provider, read, pipeline.BackfillOptions{Scope: scope, DryRun: dryRun},
+	sum, err := r.pipeline.Backfill(ctx, r.opts.Provider, r.opts.Read, pipeline.BackfillOptions{Scope: scope, DryRun: dryRun},
 		func(c pipeline.BackfillChange) { r.record(ctx, c, dryRun, &res, &drift) }, progress)
-	res.Checked, res.Unresolved, res.Interrupted = sum.Seen, sum.Unresolved, sum.Interrupted || (err != nil && ctx.Err() != nil)
+	res.Checked, res.Unresolved, res.Failed, res.Notes = sum.Seen, sum.Unresolved, sum.Failed, notes.String()
+	res.Interrupted = sum.Interrupted || (err != nil && ctx.Err() != nil)
+	if err == nil && res.Checked == 0 && res.Failed > 0 {
+		err = fmt.Errorf("every subscription's read failed (%d); the reasons are logged", res.Failed)
+	}
 	finish := dbq.FinishReconcileRunParams{
 		ID: runID, Now: sql.NullTime{Time: r.now(), Valid: true}, Checked: int64(res.Checked), Drifted: int64(res.Drifted),
-		Repaired: int64(res.Repaired), Unresolved: int64(res.Unresolved), Drift: drift.String(), Interrupted: res.Interrupted,
+		Repaired: int64(res.Repaired), Unresolved: int64(res.Unresolved), Failed: int64(res.Failed), Drift: drift.String(),
+		Notes: res.Notes, Interrupted: res.Interrupted,
 	}
 	if err != nil && !res.Interrupted {
 		finish.Error = sql.NullString{String: err.Error(), Valid: true}
@@ -159,8 +171,11 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 // unresolved one (a read that did not verify, a purchase the store does not know) is
 // logged with why.
 func (r *Reconciler) record(ctx context.Context, c pipeline.BackfillChange, dryRun bool, res *Result, drift *strings.Builder) {
-	if c.Outcome == pipeline.BackfillUnresolved {
+	switch c.Outcome {
+	case pipeline.BackfillUnresolved:
 		r.log.WarnContext(ctx, "reconcile: subscription left as it was", "provider", r.opts.Provider, "subscription", c.SubscriptionID, "reason", c.Reason)
+	case pipeline.BackfillFailed:
+		r.log.WarnContext(ctx, "reconcile: subscription not read; the next pass reads it again", "provider", r.opts.Provider, "subscription", c.SubscriptionID, "reason", c.Reason)
 	}
 	if c.Outcome != pipeline.BackfillCreated && c.Outcome != pipeline.BackfillUpdated {
 		return

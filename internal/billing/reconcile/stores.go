@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
@@ -27,7 +29,9 @@ const storePage = 20
 const StoreEnded = 60 * 24 * time.Hour
 
 // KnownSubscriptions reads the subscriptions of provider that tollgate knows and that did
-// not end more than StoreEnded ago, in pages by id (the cursor), each through read.
+// not end more than StoreEnded ago, in pages by id (the cursor), each through read. A
+// read that fails is the page's Failed and the pass goes on to the next subscription;
+// only a refusal of the API itself (billing.ErrAPIRefused) ends the page, and the pass.
 func KnownSubscriptions(d *db.DB, provider string, clock func() time.Time, read StoreReader) pipeline.PageReader {
 	return func(ctx context.Context, after string) (pipeline.Page, error) {
 		rows, err := dbq.New(d).ListStoreSubscriptions(ctx, dbq.ListStoreSubscriptionsParams{
@@ -39,8 +43,11 @@ func KnownSubscriptions(d *db.DB, provider string, clock func() time.Time, read 
 		page := pipeline.Page{HasMore: len(rows) == storePage}
 		for _, row := range rows {
 			raw, err := read(ctx, row.ProviderSubscriptionID, []byte(row.State))
-			if err != nil {
+			if err != nil && (errors.Is(err, billing.ErrAPIRefused) || ctx.Err() != nil) {
 				return pipeline.Page{}, err
+			}
+			if err != nil {
+				page.Failed = append(page.Failed, pipeline.FailedRead{SubscriptionID: row.ProviderSubscriptionID, Reason: err.Error()})
 			}
 			if raw != nil {
 				page.Subscriptions = append(page.Subscriptions, raw)

@@ -195,6 +195,8 @@ type ReconcileRun struct {
 	Drift       string
 	Error       sql.NullString
 	Interrupted bool
+	Failed      int64
+	Notes       string
 }
 
 type ServiceKey struct {
@@ -211,6 +213,18 @@ type StoreHistory struct {
 	Environment   string
 	CompleteUntil time.Time
 	UpdatedAt     time.Time
+}
+
+type StoreHistoryRead struct {
+	Provider    string
+	Environment string
+	Wanted      time.Time
+	ReadFrom    time.Time
+	ReadTo      time.Time
+	Note        string
+	NextPage    sql.NullString
+	Pages       int64
+	UpdatedAt   time.Time
 }
 
 type Subscription struct {

@@ -26,8 +26,9 @@ func (q *Queries) EarliestProviderEvent(ctx context.Context, provider string) (t
 const finishReconcileRun = `-- name: FinishReconcileRun :exec
 update reconcile_runs
 set finished_at = $1, checked = $2, drifted = $3, repaired = $4,
-    unresolved = $5, drift = $6, error = $7, interrupted = $8
-where id = $9
+    unresolved = $5, failed = $6, drift = $7, notes = $8,
+    error = $9, interrupted = $10
+where id = $11
 `
 
 type FinishReconcileRunParams struct {
@@ -36,7 +37,9 @@ type FinishReconcileRunParams struct {
 	Drifted     int64
 	Repaired    int64
 	Unresolved  int64
+	Failed      int64
 	Drift       string
+	Notes       string
 	Error       sql.NullString
 	Interrupted bool
 	ID          int64
@@ -49,12 +52,47 @@ func (q *Queries) FinishReconcileRun(ctx context.Context, arg FinishReconcileRun
 		arg.Drifted,
 		arg.Repaired,
 		arg.Unresolved,
+		arg.Failed,
 		arg.Drift,
+		arg.Notes,
 		arg.Error,
 		arg.Interrupted,
 		arg.ID,
 	)
 	return err
+}
+
+const getHistoryRead = `-- name: GetHistoryRead :one
+select wanted, read_from, read_to, note, next_page, pages from store_history_reads
+where provider = $1 and environment = $2
+`
+
+type GetHistoryReadParams struct {
+	Provider    string
+	Environment string
+}
+
+type GetHistoryReadRow struct {
+	Wanted   time.Time
+	ReadFrom time.Time
+	ReadTo   time.Time
+	Note     string
+	NextPage sql.NullString
+	Pages    int64
+}
+
+func (q *Queries) GetHistoryRead(ctx context.Context, arg GetHistoryReadParams) (GetHistoryReadRow, error) {
+	row := q.db.QueryRowContext(ctx, getHistoryRead, arg.Provider, arg.Environment)
+	var i GetHistoryReadRow
+	err := row.Scan(
+		&i.Wanted,
+		&i.ReadFrom,
+		&i.ReadTo,
+		&i.Note,
+		&i.NextPage,
+		&i.Pages,
+	)
+	return i, err
 }
 
 const getStoreHistory = `-- name: GetStoreHistory :one
@@ -73,6 +111,46 @@ func (q *Queries) GetStoreHistory(ctx context.Context, arg GetStoreHistoryParams
 	return complete_until, err
 }
 
+const historyReadPageDone = `-- name: HistoryReadPageDone :exec
+update store_history_reads set next_page = $1, pages = pages + 1, updated_at = $2
+where provider = $3 and environment = $4
+`
+
+type HistoryReadPageDoneParams struct {
+	NextPage    sql.NullString
+	Now         time.Time
+	Provider    string
+	Environment string
+}
+
+// A page applied: the read goes on at next_page (null: it is complete).
+func (q *Queries) HistoryReadPageDone(ctx context.Context, arg HistoryReadPageDoneParams) error {
+	_, err := q.db.ExecContext(ctx, historyReadPageDone,
+		arg.NextPage,
+		arg.Now,
+		arg.Provider,
+		arg.Environment,
+	)
+	return err
+}
+
+const interruptStaleReconcileRuns = `-- name: InterruptStaleReconcileRuns :exec
+update reconcile_runs set interrupted = true, finished_at = $1
+where provider = $2 and finished_at is null
+`
+
+type InterruptStaleReconcileRunsParams struct {
+	Now      sql.NullTime
+	Provider string
+}
+
+// Under the provider's lease no pass of it runs but the holder's: one left unfinished was
+// cut short by a process that died.
+func (q *Queries) InterruptStaleReconcileRuns(ctx context.Context, arg InterruptStaleReconcileRunsParams) error {
+	_, err := q.db.ExecContext(ctx, interruptStaleReconcileRuns, arg.Now, arg.Provider)
+	return err
+}
+
 const lastReconcilePassEnd = `-- name: LastReconcilePassEnd :one
 select finished_at from reconcile_runs
 where provider = $1 and not dry_run and not interrupted and finished_at is not null
@@ -88,20 +166,109 @@ func (q *Queries) LastReconcilePassEnd(ctx context.Context, provider string) (sq
 	return finished_at, err
 }
 
+const lastReconcileRun = `-- name: LastReconcileRun :one
+select finished_at, interrupted from reconcile_runs
+where provider = $1 and not dry_run order by id desc limit 1
+`
+
+type LastReconcileRunRow struct {
+	FinishedAt  sql.NullTime
+	Interrupted bool
+}
+
+// The provider's newest pass that was not a dry run, whatever became of it.
+func (q *Queries) LastReconcileRun(ctx context.Context, provider string) (LastReconcileRunRow, error) {
+	row := q.db.QueryRowContext(ctx, lastReconcileRun, provider)
+	var i LastReconcileRunRow
+	err := row.Scan(&i.FinishedAt, &i.Interrupted)
+	return i, err
+}
+
+const listHistoryReads = `-- name: ListHistoryReads :many
+select r.provider, r.environment, r.wanted, r.read_from, r.read_to, r.note, r.next_page, r.pages, r.updated_at, h.complete_until
+from store_history_reads r
+left join store_history h on h.provider = r.provider and h.environment = r.environment
+order by r.provider, r.environment
+`
+
+type ListHistoryReadsRow struct {
+	Provider      string
+	Environment   string
+	Wanted        time.Time
+	ReadFrom      time.Time
+	ReadTo        time.Time
+	Note          string
+	NextPage      sql.NullString
+	Pages         int64
+	UpdatedAt     time.Time
+	CompleteUntil sql.NullTime
+}
+
+func (q *Queries) ListHistoryReads(ctx context.Context) ([]ListHistoryReadsRow, error) {
+	rows, err := q.db.QueryContext(ctx, listHistoryReads)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListHistoryReadsRow
+	for rows.Next() {
+		var i ListHistoryReadsRow
+		if err := rows.Scan(
+			&i.Provider,
+			&i.Environment,
+			&i.Wanted,
+			&i.ReadFrom,
+			&i.ReadTo,
+			&i.Note,
+			&i.NextPage,
+			&i.Pages,
+			&i.UpdatedAt,
+			&i.CompleteUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listReconcileRuns = `-- name: ListReconcileRuns :many
-select id, provider, dry_run, started_at, finished_at, checked, drifted, repaired, unresolved, drift, error, interrupted
+select id, provider, dry_run, started_at, finished_at, checked, drifted, repaired, unresolved, failed, drift, notes, error, interrupted
 from reconcile_runs order by id desc limit $1
 `
 
-func (q *Queries) ListReconcileRuns(ctx context.Context, max int32) ([]ReconcileRun, error) {
+type ListReconcileRunsRow struct {
+	ID          int64
+	Provider    string
+	DryRun      bool
+	StartedAt   time.Time
+	FinishedAt  sql.NullTime
+	Checked     int64
+	Drifted     int64
+	Repaired    int64
+	Unresolved  int64
+	Failed      int64
+	Drift       string
+	Notes       string
+	Error       sql.NullString
+	Interrupted bool
+}
+
+func (q *Queries) ListReconcileRuns(ctx context.Context, max int32) ([]ListReconcileRunsRow, error) {
 	rows, err := q.db.QueryContext(ctx, listReconcileRuns, max)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ReconcileRun
+	var items []ListReconcileRunsRow
 	for rows.Next() {
-		var i ReconcileRun
+		var i ListReconcileRunsRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Provider,
@@ -112,7 +279,9 @@ func (q *Queries) ListReconcileRuns(ctx context.Context, max int32) ([]Reconcile
 			&i.Drifted,
 			&i.Repaired,
 			&i.Unresolved,
+			&i.Failed,
 			&i.Drift,
+			&i.Notes,
 			&i.Error,
 			&i.Interrupted,
 		); err != nil {
@@ -182,11 +351,28 @@ func (q *Queries) ListStoreSubscriptions(ctx context.Context, arg ListStoreSubsc
 	return items, nil
 }
 
+const reconcileLeaseHeld = `-- name: ReconcileLeaseHeld :one
+select count(*) from reconcile_leases where provider = $1 and lease_until >= $2
+`
+
+type ReconcileLeaseHeldParams struct {
+	Provider string
+	Now      time.Time
+}
+
+// Whether a live lease of the key is held (at now).
+func (q *Queries) ReconcileLeaseHeld(ctx context.Context, arg ReconcileLeaseHeldParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, reconcileLeaseHeld, arg.Provider, arg.Now)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const recordReconcileProgress = `-- name: RecordReconcileProgress :exec
 update reconcile_runs
 set checked = $1, drifted = $2, repaired = $3,
-    unresolved = $4, drift = $5
-where id = $6
+    unresolved = $4, failed = $5, drift = $6, notes = $7
+where id = $8
 `
 
 type RecordReconcileProgressParams struct {
@@ -194,7 +380,9 @@ type RecordReconcileProgressParams struct {
 	Drifted    int64
 	Repaired   int64
 	Unresolved int64
+	Failed     int64
 	Drift      string
+	Notes      string
 	ID         int64
 }
 
@@ -205,7 +393,9 @@ func (q *Queries) RecordReconcileProgress(ctx context.Context, arg RecordReconci
 		arg.Drifted,
 		arg.Repaired,
 		arg.Unresolved,
+		arg.Failed,
 		arg.Drift,
+		arg.Notes,
 		arg.ID,
 	)
 	return err
@@ -243,6 +433,36 @@ func (q *Queries) SetStoreHistory(ctx context.Context, arg SetStoreHistoryParams
 		arg.Provider,
 		arg.Environment,
 		arg.CompleteUntil,
+		arg.Now,
+	)
+	return err
+}
+
+const startHistoryRead = `-- name: StartHistoryRead :exec
+insert into store_history_reads (provider, environment, wanted, read_from, read_to, note, next_page, pages, updated_at)
+values ($1, $2, $3, $4, $5, $6, '', 0, $7)
+on conflict (provider, environment) do update set wanted = excluded.wanted, read_from = excluded.read_from, read_to = excluded.read_to,
+    note = excluded.note, next_page = excluded.next_page, pages = excluded.pages, updated_at = excluded.updated_at
+`
+
+type StartHistoryReadParams struct {
+	Provider    string
+	Environment string
+	Wanted      time.Time
+	ReadFrom    time.Time
+	ReadTo      time.Time
+	Note        string
+	Now         time.Time
+}
+
+func (q *Queries) StartHistoryRead(ctx context.Context, arg StartHistoryReadParams) error {
+	_, err := q.db.ExecContext(ctx, startHistoryRead,
+		arg.Provider,
+		arg.Environment,
+		arg.Wanted,
+		arg.ReadFrom,
+		arg.ReadTo,
+		arg.Note,
 		arg.Now,
 	)
 	return err

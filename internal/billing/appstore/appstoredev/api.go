@@ -29,6 +29,9 @@ type API struct {
 	KeyID, IssuerID, BundleID string
 	Environment               string
 	PrivateKeyPEM             []byte
+	// Clock is the stand-in's now, which its history window is measured from (default
+	// time.Now).
+	Clock func() time.Time
 
 	key      *ecdsa.PrivateKey
 	mu       sync.Mutex
@@ -37,6 +40,8 @@ type API struct {
 	throttle []time.Time // the Retry-After of each 429 to answer next; zero: none given
 	requests []time.Time
 	refusals []string
+	tokens   []string // each request's bearer token, in order
+	faults   faults
 }
 
 type status struct {
@@ -57,6 +62,7 @@ func NewAPI(chain *Chain, bundleID, environment string) (*API, error) {
 	return &API{
 		Chain: chain, KeyID: "TESTKEY123", IssuerID: "57246542-96fe-1a63-e053-0824d011072a", BundleID: bundleID, Environment: environment,
 		PrivateKeyPEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), key: key, statuses: map[string]status{},
+		Clock: time.Now, faults: faults{subscriptions: map[string][]Fault{}},
 	}, nil
 }
 
@@ -144,12 +150,18 @@ func (a *API) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
 		a.requests = append(a.requests, time.Now())
+		a.tokens = append(a.tokens, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 		var throttled *time.Time
 		if len(a.throttle) > 0 {
 			throttled = &a.throttle[0]
 			a.throttle = a.throttle[1:]
 		}
+		refuseKeys := a.faults.refuseKeys
 		a.mu.Unlock()
+		if refuseKeys {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
 		if err := a.checkToken(r); err != nil {
 			a.mu.Lock()
 			a.refusals = append(a.refusals, err.Error())
@@ -197,16 +209,24 @@ func (a *API) checkToken(r *http.Request) error {
 	return nil
 }
 
+// historyKept is how far back Apple keeps the notification history, by environment.
+var historyKept = map[string]time.Duration{"Production": 180 * 24 * time.Hour, "Sandbox": 30 * 24 * time.Hour}
+
 // notificationHistory is Get Notification History: every notification sent, in pages of
 // 20 with a paginationToken (the index of the page's first item, here). The stand-in
 // keeps no send times, so startDate and endDate select by each notification's signedDate.
+// It refuses dates as Apple does, measured when the request arrives.
 func (a *API) notificationHistory(w http.ResponseWriter, r *http.Request) {
 	var q struct {
 		StartDate int64 `json:"startDate"`
 		EndDate   int64 `json:"endDate"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&q); err != nil || q.StartDate <= 0 || q.EndDate < q.StartDate {
+	if err := json.NewDecoder(r.Body).Decode(&q); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"errorCode": 4000006, "errorMessage": "Invalid request."})
+		return
+	}
+	if code, msg := a.checkDates(q.StartDate, q.EndDate); code != 0 {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"errorCode": code, "errorMessage": msg})
 		return
 	}
 	from, _ := strconv.Atoi(r.URL.Query().Get("paginationToken"))
@@ -228,13 +248,38 @@ func (a *API) notificationHistory(w http.ResponseWriter, r *http.Request) {
 	}
 	if from+historyPage < len(selected) {
 		page["hasMore"], page["paginationToken"] = true, strconv.Itoa(from+historyPage)
+		a.pageFault(page, from)
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// checkDates is Apple's refusal of a history's dates (its errorCode and message), or 0.
+func (a *API) checkDates(start, end int64) (int64, string) {
+	now := a.Clock()
+	kept, ok := historyKept[a.Environment]
+	if !ok {
+		kept = historyKept["Sandbox"]
+	}
+	switch {
+	case start <= 0 || start > now.UnixMilli():
+		return 4000015, "Invalid start date."
+	case end <= 0:
+		return 4000016, "Invalid end date."
+	case start > end:
+		return 4000013, "Start date after end date."
+	case start < now.Add(-kept).UnixMilli():
+		return 4000012, "Start date too far in the past."
+	}
+	return 0, ""
 }
 
 // subscriptionStatuses is Get All Subscription Statuses for one original transaction.
 func (a *API) subscriptionStatuses(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if f, ok := a.subscriptionFault(id); ok {
+		writeJSON(w, f.Status, map[string]any{"errorCode": f.Code, "errorMessage": "A fault of the stand-in's."})
+		return
+	}
 	a.mu.Lock()
 	s, ok := a.statuses[id]
 	a.mu.Unlock()
