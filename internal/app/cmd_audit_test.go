@@ -37,7 +37,7 @@ func TestEveryActionByHandIsAudited(t *testing.T) {
 	want := []string{
 		"cli:alice  retry delivery  every failed delivery  user -: 0 queued",
 		"cli:alice  replay  appstore audit-1  user " + historyUser + ": 1 replayed",
-		"cli:alice  reconcile  appstore  user -: 1 checked, 0 drifted (repaired 0), 1 unresolved", // Apple has no status for it here
+		"cli:alice  reconcile  appstore  user -: 1 checked, 0 drifted (repaired 0), 1 unresolved, 0 failed", // Apple has no status for it here
 		"cli:alice  keys revoke  audit-backend  user -: revoked",
 		"cli:alice  keys create  audit-backend  user -: created",
 		"cli:alice  plans sync  ",

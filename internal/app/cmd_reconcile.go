@@ -134,8 +134,13 @@ func passDone(ctx context.Context, e env, d *db.DB, provider string, res reconci
 	if dryRun {
 		verb = "would repair"
 	}
-	summary := fmt.Sprintf("%d checked, %d drifted (%s %d), %d unresolved", res.Checked, res.Drifted, verb, res.Drifted, res.Unresolved)
+	summary := fmt.Sprintf("%d checked, %d drifted (%s %d), %d unresolved, %d failed", res.Checked, res.Drifted, verb, res.Drifted, res.Unresolved, res.Failed)
 	fmt.Fprintf(e.stdout, "reconcile %s: %s\n", provider, summary)
+	for _, line := range strings.Split(res.Notes, "\n") {
+		if line != "" {
+			fmt.Fprintf(e.stdout, "  note: %s\n", line)
+		}
+	}
 	if !dryRun && !errors.Is(err, reconcile.ErrBusy) {
 		recordByHand(ctx, e, d, "reconcile", provider, "", outcome(err, summary))
 	}
@@ -184,14 +189,20 @@ func (s *storeSync) byHand(ctx context.Context, e env, d *db.DB, back time.Durat
 func cmdReconcileStatus(fs *flag.FlagSet) command {
 	limit := fs.Int("limit", 5, "show this many of the latest passes")
 	return command{
-		help: "Shows the latest reconcile passes: when, how many subscriptions were checked, drifted,\nrepaired and unresolved, and each drifted subscription, before → after.",
+		help: `Shows the latest reconcile passes: when, how many subscriptions were checked, drifted,
+repaired, unresolved and failed (not read: the next pass reads them again), each drifted
+subscription, before → after, and what the pass noted (a store environment that refused
+the key). A pass whose process died shows as interrupted once its lease has run out.
+Then each store history: up to when tollgate holds every notification, and from when
+its latest read read, and why when that is later than it wanted.`,
 		run: func(ctx context.Context, e env) error {
 			d, err := openDB(ctx, e, false)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			runs, err := dbq.New(d).ListReconcileRuns(ctx, int32(max(*limit, 1)))
+			q := dbq.New(d)
+			runs, err := q.ListReconcileRuns(ctx, int32(max(*limit, 1)))
 			if err != nil {
 				return err
 			}
@@ -199,31 +210,77 @@ func cmdReconcileStatus(fs *flag.FlagSet) command {
 				fmt.Fprintln(e.stdout, "no reconcile pass has run yet")
 			}
 			for _, r := range runs {
-				state := "running"
-				switch {
-				case r.Interrupted:
-					state = "interrupted " + r.FinishedAt.Time.UTC().Format(time.RFC3339)
-				case r.FinishedAt.Valid:
-					state = "finished " + r.FinishedAt.Time.UTC().Format(time.RFC3339)
+				state, err := runState(ctx, q, r)
+				if err != nil {
+					return err
 				}
-				dry := ""
-				if r.DryRun {
-					dry = " (dry run)"
-				}
-				fmt.Fprintf(e.stdout, "%s pass%s, started %s, %s: %d checked, %d drifted, %d repaired, %d unresolved\n",
-					r.Provider, dry, r.StartedAt.UTC().Format(time.RFC3339), state, r.Checked, r.Drifted, r.Repaired, r.Unresolved)
-				if r.Error.Valid {
-					fmt.Fprintf(e.stdout, "  failed: %s\n", r.Error.String)
-				}
-				for _, line := range strings.Split(strings.TrimSpace(r.Drift), "\n") {
-					if line != "" {
-						fmt.Fprintf(e.stdout, "  %s\n", line)
-					}
-				}
+				printRun(e, r, state)
 			}
-			return nil
+			return printHistories(ctx, e, q)
 		},
 	}
+}
+
+// runState is how a pass stands: finished, interrupted, or running while its provider's
+// lease is held — unfinished without one, its process died.
+func runState(ctx context.Context, q *dbq.Queries, r dbq.ListReconcileRunsRow) (string, error) {
+	switch {
+	case r.Interrupted:
+		return "interrupted " + r.FinishedAt.Time.UTC().Format(time.RFC3339), nil
+	case r.FinishedAt.Valid:
+		return "finished " + r.FinishedAt.Time.UTC().Format(time.RFC3339), nil
+	}
+	held, err := q.ReconcileLeaseHeld(ctx, dbq.ReconcileLeaseHeldParams{Provider: r.Provider, Now: time.Now().UTC()})
+	if err != nil || held > 0 {
+		return "running", err
+	}
+	return "interrupted (its process stopped; the next pass resumes it)", nil
+}
+
+func printRun(e env, r dbq.ListReconcileRunsRow, state string) {
+	dry := ""
+	if r.DryRun {
+		dry = " (dry run)"
+	}
+	fmt.Fprintf(e.stdout, "%s pass%s, started %s, %s: %d checked, %d drifted, %d repaired, %d unresolved, %d failed\n",
+		r.Provider, dry, r.StartedAt.UTC().Format(time.RFC3339), state, r.Checked, r.Drifted, r.Repaired, r.Unresolved, r.Failed)
+	if r.Error.Valid {
+		fmt.Fprintf(e.stdout, "  failed: %s\n", r.Error.String)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(r.Notes), "\n") {
+		if line != "" {
+			fmt.Fprintf(e.stdout, "  note: %s\n", line)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(r.Drift), "\n") {
+		if line != "" {
+			fmt.Fprintf(e.stdout, "  %s\n", line)
+		}
+	}
+}
+
+// printHistories shows each store history's latest read.
+func printHistories(ctx context.Context, e env, q *dbq.Queries) error {
+	reads, err := q.ListHistoryReads(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range reads {
+		held := "nothing complete yet"
+		if r.CompleteUntil.Valid {
+			held = "complete until " + r.CompleteUntil.Time.UTC().Format(time.RFC3339)
+		}
+		state := "its latest read"
+		if r.NextPage.Valid {
+			state = fmt.Sprintf("a read under way (%d pages applied; the next catch-up resumes it)", r.Pages)
+		}
+		fmt.Fprintf(e.stdout, "%s history %s: %s; %s read from %s to %s\n", r.Provider, r.Environment, held, state,
+			r.ReadFrom.UTC().Format(time.RFC3339), r.ReadTo.UTC().Format(time.RFC3339))
+		if r.Note != "" {
+			fmt.Fprintf(e.stdout, "  note: %s\n", r.Note)
+		}
+	}
+	return nil
 }
 
 // newReconciler is the web provider's reconciler: its API read at RECONCILE_PACE requests a

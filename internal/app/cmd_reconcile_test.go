@@ -35,9 +35,9 @@ func TestReconcileCommands(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"reconcile", "--dry-run"}, "reconcile web: 1 checked, 1 drifted (would repair 1), 0 unresolved\n"},
-		{[]string{"reconcile"}, "reconcile web: 1 checked, 1 drifted (repaired 1), 0 unresolved\n"},
-		{[]string{"reconcile"}, "reconcile web: 1 checked, 0 drifted (repaired 0), 0 unresolved\n"},
+		{[]string{"reconcile", "--dry-run"}, "reconcile web: 1 checked, 1 drifted (would repair 1), 0 unresolved, 0 failed\n"},
+		{[]string{"reconcile"}, "reconcile web: 1 checked, 1 drifted (repaired 1), 0 unresolved, 0 failed\n"},
+		{[]string{"reconcile"}, "reconcile web: 1 checked, 0 drifted (repaired 0), 0 unresolved, 0 failed\n"},
 	} {
 		code, out, errOut := runCmd(context.Background(), env, step.args...)
 		if code != 0 || out != step.want {

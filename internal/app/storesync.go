@@ -89,15 +89,17 @@ func appStoreSync(d *db.DB, e env, b *billingParts, reg prometheus.Registerer) (
 // appStoreStatuses reads a subscription's status from the first environment that knows
 // it; one that none knows is read as unknown, and the pass counts it unresolved.
 func appStoreStatuses(apis []*appstore.API) reconcile.StoreReader {
-	return func(ctx context.Context, id string, _ []byte) (json.RawMessage, error) {
-		for _, api := range apis {
-			raw, err := api.ReadSubscription(ctx, id)
-			if !errors.Is(err, appstore.ErrUnknownSubscription) {
-				return raw, err
-			}
-		}
-		return json.Marshal(appstore.SubscriptionStatus{OriginalTransactionID: id})
+	envs := make([]reconcile.Environment, 0, len(apis))
+	for _, api := range apis {
+		envs = append(envs, reconcile.Environment{
+			Name:    api.Environment(),
+			Read:    func(ctx context.Context, id string, _ []byte) (json.RawMessage, error) { return api.ReadSubscription(ctx, id) },
+			NotHere: func(err error) bool { return errors.Is(err, appstore.ErrUnknownSubscription) },
+		})
 	}
+	return reconcile.Environments(envs, func(id string) (json.RawMessage, error) {
+		return json.Marshal(appstore.SubscriptionStatus{OriginalTransactionID: id})
+	})
 }
 
 // playStoreSync reads Google Play's voided purchases and subscriptionsv2, paced under
@@ -136,8 +138,10 @@ func playStoreSync(d *db.DB, e env, b *billingParts, reg prometheus.Registerer) 
 
 // run catches up at start-up, whatever RECONCILE_INTERVAL, then runs a pass on the
 // reconcile schedule, each catching up first; with reconciling off, it catches up daily.
+// A history another process is reading is tried again every few seconds until it is
+// free: a read cut short by a process that died is taken up once its lease runs out.
 func (s *storeSync) run(ctx context.Context, e env, interval time.Duration) {
-	s.catchUp(ctx, e)
+	s.catchUpWhenFree(ctx, e)
 	if interval > 0 {
 		s.reconciler.Run(ctx, interval)
 		return
@@ -148,27 +152,45 @@ func (s *storeSync) run(ctx context.Context, e env, interval time.Duration) {
 			return
 		case <-time.After(24 * time.Hour):
 		}
-		s.catchUp(ctx, e)
+		s.catchUpWhenFree(ctx, e)
 	}
 }
 
 func (s *storeSync) beforePass(e env) func(context.Context) {
-	return func(ctx context.Context) { s.catchUp(ctx, e) }
+	return func(ctx context.Context) { s.catchUpWhenFree(ctx, e) }
 }
 
-// catchUp reads each history from where the last complete read ended. A refused key is
-// logged naming the settings; the next round tries again, in case they were fixed.
-func (s *storeSync) catchUp(ctx context.Context, e env) {
+// catchUpWhenFree catches up, and again every few seconds while another process holds a
+// history's lease.
+func (s *storeSync) catchUpWhenFree(ctx context.Context, e env) {
+	for s.catchUp(ctx, e) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(reconcile.BusyRetry):
+		}
+	}
+}
+
+// catchUp reads each history from where the last read stopped, or the last complete read
+// ended. A refused key is logged naming the settings; the next round tries again, in case
+// they were fixed. busy says whether another process held a history's lease.
+func (s *storeSync) catchUp(ctx context.Context, e env) (busy bool) {
 	for _, h := range s.histories {
 		_, err := h.CatchUp(ctx, time.Time{}, pipeline.CatchUpOptions{})
-		if errors.Is(err, reconcile.ErrBusy) || err == nil || ctx.Err() != nil { // busy: another instance is reading it
+		if errors.Is(err, reconcile.ErrBusy) {
+			busy = true // another instance is reading it, or died doing so
+			continue
+		}
+		if err == nil || ctx.Err() != nil {
 			continue
 		}
 		level := e.log.Warn
-		if errors.Is(err, appstore.ErrAPIKeyRefused) {
+		if errors.Is(err, billing.ErrAPIRefused) {
 			level = e.log.Error
 		}
 		level("catching up from the store's history failed; the next round tries again",
 			"provider", s.provider, "history", h.Environment(), "error", err.Error())
 	}
+	return busy
 }

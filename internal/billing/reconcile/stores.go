@@ -57,3 +57,51 @@ func KnownSubscriptions(d *db.DB, provider string, clock func() time.Time, read 
 		return page, nil
 	}
 }
+
+// Environment is one environment of a store's API (the App Store keeps Production and
+// Sandbox apart): its name, its reader, and what says a subscription is not in it.
+type Environment struct {
+	Name    string
+	Read    StoreReader
+	NotHere func(error) bool
+}
+
+// Environments reads a subscription from the first of envs that knows it; one that none
+// knows is unknown(id). An environment that refuses tollgate itself (billing.ErrAPIRefused:
+// Production refuses every key until an app's first release) is noted once for the pass,
+// and skipped for the rest of it while another serves; when every one refuses, the
+// refusal is the read's error, and the pass fails.
+func Environments(envs []Environment, unknown func(id string) (json.RawMessage, error)) StoreReader {
+	return func(ctx context.Context, id string, state []byte) (json.RawMessage, error) {
+		var refused error
+		for _, env := range envs {
+			key := "refused " + env.Name
+			if Noted(ctx, key) {
+				continue
+			}
+			raw, err := env.Read(ctx, id, state)
+			switch {
+			case errors.Is(err, billing.ErrAPIRefused) && len(envs) > 1:
+				Note(ctx, key, err.Error())
+				refused = err
+			case err != nil && env.NotHere(err):
+			default:
+				return raw, err
+			}
+		}
+		if refused != nil && allNoted(ctx, envs) {
+			return nil, refused
+		}
+		return unknown(id)
+	}
+}
+
+// allNoted: every environment refused in this pass.
+func allNoted(ctx context.Context, envs []Environment) bool {
+	for _, env := range envs {
+		if !Noted(ctx, "refused "+env.Name) {
+			return false
+		}
+	}
+	return true
+}
