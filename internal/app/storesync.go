@@ -92,8 +92,10 @@ func appStoreStatuses(apis []*appstore.API) reconcile.StoreReader {
 	envs := make([]reconcile.Environment, 0, len(apis))
 	for _, api := range apis {
 		envs = append(envs, reconcile.Environment{
-			Name:    api.Environment(),
-			Read:    func(ctx context.Context, id string, _ []byte) (json.RawMessage, error) { return api.ReadSubscription(ctx, id) },
+			Name: api.Environment(),
+			Read: func(ctx context.Context, id string, _ []byte) (json.RawMessage, error) {
+				return api.ReadSubscription(ctx, id)
+			},
 			NotHere: func(err error) bool { return errors.Is(err, appstore.ErrUnknownSubscription) },
 		})
 	}

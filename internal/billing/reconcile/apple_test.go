@@ -79,7 +79,9 @@ func (s *appleStores) reconciler() *reconcile.Reconciler {
 	statuses := make([]reconcile.Environment, 0, len(s.clients))
 	for _, api := range s.clients {
 		statuses = append(statuses, reconcile.Environment{Name: api.Environment(),
-			Read:    func(ctx context.Context, id string, _ []byte) (json.RawMessage, error) { return api.ReadSubscription(ctx, id) },
+			Read: func(ctx context.Context, id string, _ []byte) (json.RawMessage, error) {
+				return api.ReadSubscription(ctx, id)
+			},
 			NotHere: func(err error) bool { return errors.Is(err, appstore.ErrUnknownSubscription) }})
 	}
 	read := reconcile.Environments(statuses, func(id string) (json.RawMessage, error) {
