@@ -28,9 +28,10 @@ func WithPlayStore(t testing.TB, g *playstoretest.Google) Option {
 // PlayAdapter is Google Play's adapter, reaching Google's stand-in g.
 func PlayAdapter(t testing.TB, g *playstoretest.Google) *playstore.Adapter {
 	t.Helper()
+	g.Clock = func() time.Time { return Now } // the voided list's window is measured from the harness's now
 	a, err := playstore.New(context.Background(), playstore.Config{
 		PackageName: Bundle, PushAudience: PlayAudience, PushServiceAccount: PlayPusher, PushJWKSURL: g.JWKSURL(),
-		ServiceAccountJSON: g.ServiceAccountJSON(), APIBase: g.URL + "/",
+		ServiceAccountJSON: g.ServiceAccountJSON(), APIBase: g.URL + "/", Backoff: time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)

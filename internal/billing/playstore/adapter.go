@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"time"
 
+	"google.golang.org/api/androidpublisher/v3"
+
 	"github.com/tollgate/tollgate/internal/billing"
 )
 
@@ -28,8 +30,12 @@ type Config struct {
 	// when set, replaces the Google Play Developer API's base URL (tests).
 	ServiceAccountJSON []byte
 	APIBase            string
-	// HTTPClient, when set, reaches Google (tests); else a client with a timeout.
+	// HTTPClient, when set, reaches Google (tests); else a client with a timeout (of each
+	// try: a call Google throttles is tried again, retry.go).
 	HTTPClient *http.Client
+	// Backoff is the first wait before trying a call again that Google gave no Retry-After
+	// for, doubled at each try (default a second).
+	Backoff time.Duration
 }
 
 // Adapter is Google Play's billing.Adapter.
@@ -43,6 +49,9 @@ type Adapter struct {
 func New(ctx context.Context, cfg Config) (*Adapter, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 15 * time.Second}
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = time.Second
 	}
 	if cfg.PushJWKSURL == "" {
 		cfg.PushJWKSURL = "https://www.googleapis.com/oauth2/v3/certs"
@@ -130,12 +139,19 @@ func (a *Adapter) Committed(ctx context.Context, ev billing.Event, outcome strin
 	if p.purchase == nil || p.purchase.AcknowledgementState != "ACKNOWLEDGEMENT_STATE_PENDING" {
 		return nil
 	}
-	product := ""
-	if len(p.purchase.LineItems) > 0 {
-		product = p.purchase.LineItems[0].ProductId
-	}
-	if err := a.api.acknowledge(ctx, product, p.notification.SubscriptionNotification.PurchaseToken); err != nil {
+	if err := a.api.acknowledge(ctx, acknowledgedAs(p.purchase), p.notification.SubscriptionNotification.PurchaseToken); err != nil {
 		return fmt.Errorf("acknowledging the purchase: %w", err)
 	}
 	return nil
+}
+
+// acknowledgedAs is the subscription id an acknowledgement names in its path. Since May
+// 2025 Google needs none, and advises against one for a subscription with add-ons (it
+// would name only one of its line items): one line item is named by its product, several
+// by "-", the Google APIs' wildcard of a path segment.
+func acknowledgedAs(p *androidpublisher.SubscriptionPurchaseV2) string {
+	if len(p.LineItems) == 1 && p.LineItems[0].ProductId != "" {
+		return p.LineItems[0].ProductId
+	}
+	return "-"
 }

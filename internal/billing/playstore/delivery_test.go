@@ -96,6 +96,17 @@ func TestPlayReadsAndAcknowledges(t *testing.T) {
 		if got := h.Answer(t, user); !strings.HasPrefix(got, "true active pro") || g.Acks("tok-ack") != 1 {
 			t.Fatalf("after the deliveries: %s, acknowledged %d times, want once", got, g.Acks("tok-ack"))
 		}
+		// One line item is acknowledged naming its product; a subscription with add-ons
+		// names none of them ("-"), as Google advises since May 2025.
+		if as := g.AckedAs("tok-ack"); as != "com.example.app.pro.monthly" {
+			t.Fatalf("one line item acknowledged as %q", as)
+		}
+		addOns := billingtest.PlayPurchase("SUBSCRIPTION_STATE_ACTIVE", user, billingtest.Now.Add(24*time.Hour), "ACKNOWLEDGEMENT_STATE_PENDING")
+		addOns.LineItems = append(addOns.LineItems, &androidpublisher.SubscriptionPurchaseLineItem{ProductId: "com.example.app.storage", ExpiryTime: addOns.LineItems[0].ExpiryTime})
+		g.SetPurchase("tok-addons", addOns)
+		if rec := h.SendPlay(g.PushToken(billingtest.PushClaims(), nil), billingtest.SubscriptionPush("m-addons", 4, "tok-addons")); rec.Code != http.StatusOK || g.AckedAs("tok-addons") != "-" {
+			t.Fatalf("with an add-on: %d, acknowledged as %q, want -", rec.Code, g.AckedAs("tok-addons"))
+		}
 		if rec := h.SendPlay(g.PushToken(billingtest.PushClaims(), nil), billingtest.SubscriptionPush("m-unknown", 4, "tok-nobody")); rec.Code != http.StatusOK || rec.Header().Get(webhooks.HeaderOutcome) != billing.OutcomeUnresolved {
 			t.Fatalf("an unknown token: %d %q", rec.Code, rec.Header().Get(webhooks.HeaderOutcome))
 		}
@@ -103,8 +114,8 @@ func TestPlayReadsAndAcknowledges(t *testing.T) {
 		if rec := h.SendPlay(g.PushToken(billingtest.PushClaims(), nil), test); rec.Code != http.StatusOK || rec.Header().Get(webhooks.HeaderOutcome) != billing.OutcomeIgnored {
 			t.Fatalf("the test notification: %d %q", rec.Code, rec.Header().Get(webhooks.HeaderOutcome))
 		}
-		if n := h.CountEvents(); n != 3 {
-			t.Fatalf("%d events stored, want 3", n)
+		if n := h.CountEvents(); n != 4 {
+			t.Fatalf("%d events stored, want 4", n)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package playstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"golang.org/x/oauth2"
@@ -10,6 +11,8 @@ import (
 	"google.golang.org/api/androidpublisher/v3"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
+
+	"github.com/tollgate/tollgate/internal/billing"
 )
 
 // errUnknownToken: Google does not know the purchase token (404, 410).
@@ -29,6 +32,8 @@ func newAPI(ctx context.Context, cfg Config) (*api, error) {
 		return nil, errors.New("PLAY_SERVICE_ACCOUNT_JSON: not a service account key")
 	}
 	client := oauth2.NewClient(context.WithValue(ctx, oauth2.HTTPClient, cfg.HTTPClient), creds.TokenSource)
+	client.Transport = &retrying{base: client.Transport, perTry: client.Timeout, backoff: cfg.Backoff}
+	client.Timeout = 0 // each try has its own
 	opts := []option.ClientOption{option.WithHTTPClient(client)}
 	if cfg.APIBase != "" {
 		opts = append(opts, option.WithEndpoint(cfg.APIBase))
@@ -46,11 +51,22 @@ func (a *api) subscription(ctx context.Context, token string) (*androidpublisher
 	return purchase, unknownToken(err)
 }
 
-// unknownToken is errUnknownToken for Google's 404 and 410, else err.
+// unknownToken is errUnknownToken for Google's 404 and 410, else err as readAs reads it.
 func unknownToken(err error) error {
 	var apiErr *googleapi.Error
 	if errors.As(err, &apiErr) && (apiErr.Code == http.StatusNotFound || apiErr.Code == http.StatusGone) {
 		return errUnknownToken
+	}
+	return readAs(err)
+}
+
+// readAs reads Google's answer by what it means: a 401 or 403 refuses tollgate's service
+// account (billing.ErrAPIRefused), and no other call can succeed until it is fixed.
+func readAs(err error) error {
+	var apiErr *googleapi.Error
+	if errors.As(err, &apiErr) && (apiErr.Code == http.StatusUnauthorized || apiErr.Code == http.StatusForbidden) {
+		return fmt.Errorf("%w: Google refused the service account of PLAY_SERVICE_ACCOUNT_JSON (%d): check that it has access to PLAY_PACKAGE_NAME in Play Console: %v",
+			billing.ErrAPIRefused, apiErr.Code, err)
 	}
 	return err
 }

@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/api/androidpublisher/v3"
+	"google.golang.org/api/googleapi"
 
 	"github.com/tollgate/tollgate/internal/billing"
 )
@@ -30,7 +35,7 @@ func (a *Adapter) VoidedPurchases(ctx context.Context, start, end time.Time, pag
 	}
 	list, err := call.Do()
 	if err != nil {
-		return billing.HistoryPage{}, err
+		return billing.HistoryPage{}, voidedError(err)
 	}
 	var h billing.HistoryPage
 	for _, v := range list.VoidedPurchases {
@@ -65,4 +70,14 @@ func (a *Adapter) voidBody(v *androidpublisher.VoidedPurchase) ([]byte, error) {
 	return json.Marshal(map[string]any{"message": map[string]any{
 		"data": base64.StdEncoding.EncodeToString(n), "messageId": voidID(v.OrderId),
 	}})
+}
+
+// voidedError reads the list's refusal: a 400 about startTime is a start older than the
+// 30 days Google keeps (billing.ErrHistoryStartTooOld).
+func voidedError(err error) error {
+	var apiErr *googleapi.Error
+	if errors.As(err, &apiErr) && apiErr.Code == http.StatusBadRequest && strings.Contains(strings.ToLower(apiErr.Message), "starttime") {
+		return fmt.Errorf("%w: %v", billing.ErrHistoryStartTooOld, err)
+	}
+	return readAs(err)
 }

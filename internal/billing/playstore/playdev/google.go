@@ -45,6 +45,7 @@ type Google struct {
 	purchases map[string]*androidpublisher.SubscriptionPurchaseV2
 	products  map[string]*androidpublisher.ProductPurchase
 	acks      map[string]int
+	ackedAs   map[string]string // the subscription id each token's last acknowledgement named
 	down      bool
 	// voided are the voided purchases listed.
 	voided []*androidpublisher.VoidedPurchase
@@ -55,6 +56,13 @@ type Google struct {
 	keysHeld    chan struct{}
 	keyRequests int
 	keysDown    bool
+	// Clock is the stand-in's now, which the voided list's window is measured from
+	// (default time.Now).
+	Clock func() time.Time
+	// failNext are the answers queued for the next calls, by call (faults.go);
+	// voidedPaging breaks the voided list's page tokens.
+	failNext     map[string][]Failure
+	voidedPaging string
 }
 
 // New makes a stand-in with a fresh push key.
@@ -64,7 +72,7 @@ func New(cfg Config) (*Google, error) {
 		return nil, err
 	}
 	return &Google{cfg: cfg, pushKey: key, purchases: map[string]*androidpublisher.SubscriptionPurchaseV2{},
-		products: map[string]*androidpublisher.ProductPurchase{}, acks: map[string]int{}}, nil
+		products: map[string]*androidpublisher.ProductPurchase{}, acks: map[string]int{}, ackedAs: map[string]string{}, Clock: time.Now, failNext: map[string][]Failure{}}, nil
 }
 
 // Handler serves the stand-in's routes, relative to its base URL.
@@ -146,6 +154,13 @@ func (g *Google) Acks(token string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.acks[token]
+}
+
+// AckedAs is the subscription id the last acknowledgement of token's subscription named.
+func (g *Google) AckedAs(token string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ackedAs[token]
 }
 
 // Purchase is what POST /purchases takes: a purchase token and the subscription purchase
@@ -232,6 +247,9 @@ func (g *Google) authorized(w http.ResponseWriter, r *http.Request) bool {
 }
 
 func (g *Google) subscription(w http.ResponseWriter, r *http.Request) {
+	if g.failed(w, CallSubscription) {
+		return
+	}
 	serveKnown(g, w, r, g.purchases)
 }
 
@@ -266,6 +284,7 @@ func (g *Google) acknowledge(w http.ResponseWriter, r *http.Request) {
 	defer g.mu.Unlock()
 	if p, known := g.purchases[token]; known && strings.Contains(r.URL.Path, "/purchases/subscriptions/") {
 		p.AcknowledgementState = "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"
+		g.ackedAs[token] = r.PathValue("sub")
 	} else if p, known := g.products[token]; known && strings.Contains(r.URL.Path, "/purchases/products/") {
 		p.AcknowledgementState = 1
 	} else {
