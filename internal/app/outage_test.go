@@ -247,8 +247,11 @@ func TestOutageUnderLoadLosesNothing(t *testing.T) {
 	}
 	waitFor(t, counted(func() bool { return len(accepted) >= 50 })) // under load
 	proxy.Cut()
-	// The outage lasts until every sender has been refused a few times over.
+	cutAt := time.Now()
+	// The outage lasts until every sender has been refused a few times over, and five
+	// seconds at least: the listeners retry every second meanwhile.
 	waitFor(t, counted(func() bool { return len(refused) >= 48 }))
+	time.Sleep(time.Until(cutAt.Add(5 * time.Second)))
 	proxy.Start()
 	before := 0
 	counted(func() bool { before = len(accepted); return true })()
@@ -334,6 +337,9 @@ func TestOutageUnderLoadLosesNothing(t *testing.T) {
 	}
 	if n := strings.Count(logs, "level=ERROR"); n != 0 {
 		t.Errorf("%d ERROR lines during a %d-request outage, want none", n, len(refused))
+	}
+	if n := strings.Count(logs, "level=WARN"); n >= 10 {
+		t.Errorf("%d WARN lines during a %v outage, want fewer than 10 (each listener warns once):\n%s", n, 5*time.Second, logs)
 	}
 	t.Logf("%d events accepted at once, %d refused and accepted on retry", len(accepted), len(refused))
 }

@@ -16,17 +16,21 @@ import (
 // On Postgres it listens on a connection of its own (NOTIFY). On SQLite, which has no
 // notifications, triggers append them to the notifications table and Listen reads the
 // rows past the last it read every PollInterval.
+//
+// An outage is logged twice, whatever its length: a warning when the listening stops, and
+// a line when it is back; the tries in between are debug lines.
 func (d *DB) Listen(ctx context.Context, channel string, log *slog.Logger, fn func(payload string)) {
+	o := &outage{log: log, channel: channel}
 	if d.Engine == SQLite {
-		d.poll(ctx, channel, log, fn)
+		d.poll(ctx, o, fn)
 		return
 	}
 	for ctx.Err() == nil {
-		err := d.listenOnce(ctx, channel, fn)
+		err := d.listenOnce(ctx, channel, o, fn)
 		if ctx.Err() != nil {
 			return
 		}
-		log.WarnContext(ctx, "database notifications interrupted; listening again in a second", "channel", channel, "error", err.Error())
+		o.failed(ctx, err)
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
@@ -34,9 +38,36 @@ func (d *DB) Listen(ctx context.Context, channel string, log *slog.Logger, fn fu
 	}
 }
 
+// outage is one listener's state of its connection, so that an outage is logged once
+// when it starts and once when it ends.
+type outage struct {
+	log     *slog.Logger
+	channel string
+	since   time.Time // zero: listening
+	tries   int
+}
+
+func (o *outage) failed(ctx context.Context, err error) {
+	o.tries++
+	if !o.since.IsZero() {
+		o.log.DebugContext(ctx, "database notifications still interrupted", "channel", o.channel, "error", err.Error())
+		return
+	}
+	o.since = time.Now()
+	o.log.WarnContext(ctx, "database notifications interrupted; listening again every second", "channel", o.channel, "error", err.Error())
+}
+
+func (o *outage) back(ctx context.Context) {
+	if o.since.IsZero() {
+		return
+	}
+	o.log.InfoContext(ctx, "database notifications back", "channel", o.channel, "after", time.Since(o.since).Round(time.Millisecond).String(), "tries", o.tries)
+	o.since, o.tries = time.Time{}, 0
+}
+
 var errListenEnded = errors.New("the listening connection ended")
 
-func (d *DB) listenOnce(ctx context.Context, channel string, fn func(string)) error {
+func (d *DB) listenOnce(ctx context.Context, channel string, o *outage, fn func(string)) error {
 	conn, err := pgx.Connect(ctx, d.url)
 	if err != nil {
 		return err
@@ -45,6 +76,7 @@ func (d *DB) listenOnce(ctx context.Context, channel string, fn func(string)) er
 	if _, err := conn.Exec(ctx, "listen "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return err
 	}
+	o.back(ctx)
 	fn("")
 	for {
 		n, err := conn.WaitForNotification(ctx)
@@ -64,7 +96,7 @@ const PollInterval = 200 * time.Millisecond
 
 // poll is Listen on SQLite. A read is one indexed range scan on one connection of the
 // pool, so idle polling costs little.
-func (d *DB) poll(ctx context.Context, channel string, log *slog.Logger, fn func(string)) {
+func (d *DB) poll(ctx context.Context, o *outage, fn func(string)) {
 	last, started := int64(0), false
 	tick := time.NewTicker(PollInterval)
 	defer tick.Stop()
@@ -75,11 +107,13 @@ func (d *DB) poll(ctx context.Context, channel string, log *slog.Logger, fn func
 				started = true
 				fn("")
 			}
-		} else if err := d.readNotifications(ctx, channel, &last, fn); err != nil {
+		} else if err := d.readNotifications(ctx, o.channel, &last, fn); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			log.WarnContext(ctx, "reading database notifications failed; trying again", "channel", channel, "error", err.Error())
+			o.failed(ctx, err)
+		} else {
+			o.back(ctx)
 		}
 		select {
 		case <-ctx.Done():

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/logcapture"
 )
 
 // TestBillingWritesNotify: what a billing answer is made of notifies tollgate_billing when
@@ -141,4 +143,44 @@ func TestSQLiteNotificationsPrunedUnreadStartAfresh(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestAListenerLogsAnOutageOnce: a listener that loses its connection for a few seconds
+// logs one warning when it does and one line when it is back — not one a second — and
+// then hears notifications again.
+func TestAListenerLogsAnOutageOnce(t *testing.T) {
+	t.Parallel()
+	proxied, _, proxy := dbtest.PostgresBehindProxy(t)
+	d := dbtest.Open(t, proxied)
+	var logs logcapture.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 64)
+	go d.Listen(ctx, "tollgate_outage_test", log, func(p string) { got <- p })
+	if p := <-got; p != "" {
+		t.Fatalf("first %q, want the fresh start", p)
+	}
+	proxy.Cut()
+	time.Sleep(3500 * time.Millisecond) // the outage: several retries' worth
+	proxy.Start()
+	select {
+	case p := <-got:
+		if p != "" {
+			t.Fatalf("after the outage %q, want a fresh start", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listener did not come back")
+	}
+	if _, err := d.Exec("select pg_notify('tollgate_outage_test', 'after')"); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-got; p != "after" {
+		t.Fatalf("after coming back: %q", p)
+	}
+	text := logs.String()
+	if warns := strings.Count(text, "level=WARN"); warns != 1 || strings.Count(text, "database notifications back") != 1 ||
+		strings.Count(text, "still interrupted") < 2 {
+		t.Fatalf("%d warnings; want one, one line when back, the retries at debug:\n%s", warns, text)
+	}
 }
