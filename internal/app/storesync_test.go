@@ -298,3 +298,93 @@ func TestPlayPassStaysUnderGooglesLimit(t *testing.T) {
 		t.Fatalf("%d reads in %v: faster than 40 a second", known, took)
 	}
 }
+
+// TestAKilledPassIsTakenUpByAnotherInstance: a serve killed (SIGKILL) in the middle of an
+// App Store pass leaves its lease to run out by itself; another instance, whatever
+// RECONCILE_INTERVAL says, takes the interrupted pass up within 40 s and finishes it, and
+// the killed pass shows as interrupted.
+func TestAKilledPassIsTakenUpByAnotherInstance(t *testing.T) {
+	t.Parallel() // its own processes and database; it mostly waits
+	env, s := appStoreAPIEnv(t)
+	if code, _, errOut := runCmd(context.Background(), env, "plans", "sync"); code != 0 {
+		t.Fatalf("plans sync: %s", errOut)
+	}
+	bin := buildBinary(t)
+	seeding := startProcess(t, bin, env) // RECONCILE_INTERVAL unset: no pass yet
+	waitHealthy(t, bin, seeding)
+	for _, id := range []string{"kill-1", "kill-2", "kill-3"} {
+		resp, err := http.Post("http://"+env["ADDR"]+"/billing/webhooks/appstore", "application/json",
+			strings.NewReader(string(notifySubscription(t, s, id))))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %v %v", id, resp, err)
+		}
+		resp.Body.Close()
+	}
+	seeding.cmd.Process.Signal(syscall.SIGTERM)
+	seeding.done <- <-seeding.done
+
+	s.SlowStatuses(1500 * time.Millisecond) // a pass of three takes seconds
+	env["RECONCILE_INTERVAL"] = "24h"
+	killed := startProcess(t, bin, env)
+	d := dbtest.Open(t, env["DATABASE_URL"])
+	running := func() bool {
+		var n int
+		d.QueryRow("select count(*) from reconcile_runs where provider = 'appstore' and finished_at is null and checked = 0").Scan(&n)
+		return n == 1
+	}
+	waitFor(t, running)
+	other := map[string]string{}
+	for k, v := range env {
+		other[k] = v
+	}
+	other["ADDR"] = holdAddr(t)
+	other["PUBLIC_URL"] = "http://" + other["ADDR"]
+	taker := startProcess(t, bin, other)
+	waitHealthy(t, bin, taker)
+	killed.cmd.Process.Signal(syscall.SIGKILL)
+	killed.done <- <-killed.done
+	killedAt := time.Now()
+
+	deadline := killedAt.Add(40 * time.Second)
+	for {
+		var started time.Time
+		err := d.QueryRow("select started_at from reconcile_runs where provider = 'appstore' and id > 1 order by id limit 1").Scan(&started)
+		if err == nil {
+			t.Logf("the other instance's pass began %v after the kill", time.Since(killedAt).Round(100*time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pass by the other instance within 40 s of the kill:\n%s", taker.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		var first, second string
+		d.QueryRow("select case when interrupted then 'interrupted' else 'other' end from reconcile_runs where id = 1").Scan(&first)
+		d.QueryRow("select coalesce(error, '') || ' ' || checked from reconcile_runs where id = 2 and finished_at is not null").Scan(&second)
+		if first == "interrupted" && second == " 3" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed pass %q, the other's %q: want interrupted, and all three checked", first, second)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// notifySubscription has the stand-in send a subscription of its own, signed a minute ago,
+// whose status Apple's API then answers.
+func notifySubscription(t *testing.T, s *appstoredev.API, id string) []byte {
+	t.Helper()
+	tx := appstoredev.Transaction{OriginalTransactionID: "7100-" + id, TransactionID: "7100-" + id + "-1", BundleID: "com.example.app",
+		ProductID: "com.example.app.pro.monthly", AppAccountToken: historyUser, Expires: historyExpires}
+	body, err := s.Send(appstoredev.Notification{UUID: id, Type: "SUBSCRIBED", BundleID: "com.example.app", Signed: time.Now().Add(-time.Minute), Transaction: &tx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetStatus(appstoredev.Status{Code: appstore.StatusActive, Signed: time.Now(), Transaction: tx, AutoRenew: true}); err != nil {
+		t.Fatal(err)
+	}
+	return body
+}

@@ -3,6 +3,7 @@ package appstoredev
 import (
 	"slices"
 	"strconv"
+	"time"
 )
 
 // Faults of Apple's, for tests of how tollgate rides them out.
@@ -14,6 +15,8 @@ type faults struct {
 	// the last of a sticky list is answered for ever.
 	subscriptions map[string][]Fault
 	sticky        map[string]bool
+	// slow delays every status read.
+	slow time.Duration
 	// pages: "repeat" answers every page after the first with the same paginationToken;
 	// "cycle" leads back to the first page's; "no token" says hasMore with none, once.
 	pages string
@@ -53,6 +56,13 @@ func (a *API) BreakPaging(how string) {
 	a.faults.pages = how
 }
 
+// SlowStatuses delays every status read by d (0: none), as a pass over a busy app goes.
+func (a *API) SlowStatuses(d time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.faults.slow = d
+}
+
 // Tokens are the bearer tokens of the requests, in order.
 func (a *API) Tokens() []string {
 	a.mu.Lock()
@@ -62,6 +72,10 @@ func (a *API) Tokens() []string {
 
 // subscriptionFault is the fault queued for a status read of id, if any.
 func (a *API) subscriptionFault(id string) (Fault, bool) {
+	a.mu.Lock()
+	slow := a.faults.slow
+	a.mu.Unlock()
+	time.Sleep(slow)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	queue := a.faults.subscriptions[id]
