@@ -64,7 +64,7 @@ func (a *API) addGrant(ctx context.Context, in *grantInput) (*grantOutput, error
 	if in.Body.Duration != "" {
 		d, err := billing.ParseDuration(in.Body.Duration)
 		if err != nil {
-			return nil, a.fail(ctx, billing.ErrGrantLength)
+			return nil, a.fail(ctx, billing.ErrGrantDuration)
 		}
 		r.For = d
 	}

@@ -52,11 +52,21 @@ func TestGrantRoutes(t *testing.T) {
 			{"both ends", `{"plan":"pro","duration":"30d","until":"` + future + `","reason":"bug"}`, "invalid-grant"},
 			{"a duration that is none", `{"plan":"pro","duration":"soon","reason":"bug"}`, "invalid-grant"},
 			{"an until that is no time", `{"plan":"pro","until":"tomorrow","reason":"bug"}`, "invalid-request"},
+			// What no database stores, and what would overflow, are refused before anything is asked of one.
+			{"a NUL in the plan", `{"plan":"pro\u0000","duration":"30d","reason":"bug"}`, "invalid-grant"},
+			{"a NUL in the reason", `{"plan":"pro","duration":"30d","reason":"b\u0000ug"}`, "invalid-grant"},
+			{"a duration that overflows", `{"plan":"pro","duration":"213504d","reason":"bug"}`, "invalid-grant"},
+			{"a duration past the ceiling", `{"plan":"pro","duration":"36501d","reason":"bug"}`, "invalid-grant"},
+			{"an until past the ceiling", `{"plan":"pro","until":"9999-01-01T00:00:00Z","reason":"bug"}`, "invalid-grant"},
 		} {
 			rec := post(tc.body)
 			if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "/"+tc.problem) {
 				t.Errorf("%s: %d %s", tc.name, rec.Code, rec.Body)
 			}
+		}
+		var stored int
+		if err := d.QueryRow("select count(*) from provider_events").Scan(&stored); err != nil || stored != 0 {
+			t.Fatalf("%d events stored by refused grants (%v)", stored, err)
 		}
 		mustStatus(t, h.do(http.MethodPost, grantsPath, bearer(h.key.mint(t, validClaims())), strings.NewReader(`{"plan":"pro","duration":"1d","reason":"x"}`),
 			"Content-Type", "application/json"), http.StatusForbidden)
@@ -85,6 +95,8 @@ func TestGrantRoutes(t *testing.T) {
 		}
 		mustStatus(t, h.do(http.MethodDelete, "/api/v1/users/"+strings.Replace(user, "0b", "0c", 1)+"/grants/"+made.ID+"?reason=x", bearer(key), nil),
 			http.StatusNotFound)
+		mustStatus(t, h.do(http.MethodDelete, one, bearer(key), strings.NewReader(`{"reason":"fi\u0000xed"}`), "Content-Type", "application/json"),
+			http.StatusUnprocessableEntity)
 		rec = h.do(http.MethodDelete, one, bearer(key), strings.NewReader(`{"reason":"fixed"}`), "Content-Type", "application/json")
 		mustStatus(t, rec, http.StatusOK)
 		var ended Grant

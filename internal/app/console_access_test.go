@@ -157,8 +157,12 @@ func consoleGrantRefusals(t *testing.T, base string, operator *http.Client, user
 		want string
 	}{
 		{url.Values{"plan": {"platinum"}, "for": {"30d"}, "reason": {"typed reason"}}, "There is no such plan to grant"},
-		{url.Values{"plan": {"pro"}, "for": {"soon"}, "reason": {"typed reason"}}, "or duration (such as 30d"},
+		{url.Values{"plan": {"pro"}, "for": {"soon"}, "reason": {"typed reason"}}, "such as 30d, 12h or 90m"},
 		{url.Values{"plan": {"pro"}, "for": {"30d"}, "reason": {" "}}, "Say why, in reason"},
+		// What no database stores, and what would overflow: refused before anything is asked of one.
+		{url.Values{"plan": {"pro"}, "for": {"213504d"}, "reason": {"typed reason"}}, "at most 36500d (100 years)"},
+		{url.Values{"plan": {"pro"}, "for": {"30d"}, "reason": {"typed\x00reason"}}, "without NUL"},
+		{url.Values{"plan": {"pro\x00"}, "for": {"30d"}, "reason": {"typed reason"}}, "without NUL"},
 	} {
 		resp, body := post("/admin/customers/"+user+"/grants", c.form)
 		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, c.want) || !strings.Contains(body, `value="`+c.form.Get("for")+`"`) {

@@ -3,6 +3,7 @@ package billing_test
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"testing"
 	"time"
 
@@ -278,6 +279,11 @@ func TestMonthlyAndPeriods(t *testing.T) {
 // Durations read as people write them for billing: Go's syntax plus whole days.
 func TestParseDuration(t *testing.T) {
 	day := 24 * time.Hour
+	for _, long := range []string{"213504d", "876001h", "9999999999h"} {
+		if _, err := billing.ParseDuration(long); err == nil || !regexp.MustCompile(`36500d`).MatchString(err.Error()) {
+			t.Errorf("ParseDuration(%q): %v, want the ceiling named", long, err)
+		}
+	}
 	for _, tc := range []struct {
 		in   string
 		want time.Duration
@@ -286,11 +292,16 @@ func TestParseDuration(t *testing.T) {
 		{"30d", 30 * day, true}, {"1d12h", 36 * time.Hour, true}, {"90m", 90 * time.Minute, true}, {"2s", 2 * time.Second, true},
 		{" 7d ", 7 * day, true}, {"0d", 0, false}, {"0s", 0, false}, {"-1d", 0, false}, {"1.5d", 0, false}, {"d", 0, false},
 		{"30", 0, false}, {"", 0, false}, {"1d-2h", 0, false}, {"soon", 0, false},
+		// One ceiling, 36500 days: what would overflow is refused, never wrapped.
+		{"36500d", 36500 * day, true}, {"36500d1s", 0, false}, {"36501d", 0, false}, {"213504d", 0, false},
+		{"99999999999999999999d", 0, false}, {"876000h", 876000 * time.Hour, true}, {"876001h", 0, false},
+		{"9999999999h", 0, false}, {"36499d24h1m", 0, false},
 	} {
 		got, err := billing.ParseDuration(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v, ok %v", tc.in, got, err, tc.want, tc.ok)
 		}
+
 		if tc.ok {
 			if again, err := billing.ParseDuration(billing.FormatDuration(got)); err != nil || again != got {
 				t.Errorf("FormatDuration(%v) = %q does not read back", got, billing.FormatDuration(got))

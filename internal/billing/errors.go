@@ -57,6 +57,10 @@ var (
 		"Say why, in reason: the audit log keeps it.")
 	ErrGrantUser = newError(KindInvalid, "the user id must be a UUID", "invalid-grant", "Invalid user",
 		"A grant's user is an identity user's id, a UUID.")
+	ErrGrantDuration = newError(KindInvalid, "the duration is not one tollgate takes", "invalid-grant", "Invalid duration",
+		"A grant's duration is written such as 30d, 12h or 90m, and a grant lasts at most 36500d (100 years).")
+	ErrGrantText = newError(KindInvalid, "the plan or reason holds a NUL character", "invalid-grant", "Invalid text",
+		"The plan and the reason must be text without NUL (\\0) characters.")
 	ErrNoGrant    = newError(KindNotFound, "no such grant", "no-grant", "No such grant", "There is no such grant for this user.")
 	ErrGrantEnded = newError(KindConflict, "the grant has already ended", "grant-ended", "Grant ended",
 		"This grant has already ended or been revoked; nothing changed.")

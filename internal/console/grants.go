@@ -66,7 +66,7 @@ func (c *Console) addGrant(w http.ResponseWriter, r *http.Request) {
 	req := grants.Request{UserID: userID, Plan: form.Plan, Reason: form.Reason, By: c.operatorEmail(r.Context())}
 	var err error
 	if req.For, err = billing.ParseDuration(form.For); err != nil {
-		err = billing.ErrGrantLength
+		err = billing.ErrGrantDuration
 	} else {
 		var made grant.Grant
 		made, err = c.opts.Grants.Add(r.Context(), req)

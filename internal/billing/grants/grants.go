@@ -59,8 +59,9 @@ type Request struct {
 }
 
 // Add grants what r asks and gives the grant made. A plan that does not exist, an end
-// not in the future, no end or two, or no reason is a billing.KindInvalid error and
-// nothing is made.
+// not in the future or more than billing.MaxDuration away, no end or two, no reason, or
+// a plan or reason holding a NUL character is a billing.KindInvalid error and nothing is
+// made.
 func (g *Grants) Add(ctx context.Context, r Request) (grant.Grant, error) {
 	now := g.now()
 	end, err := r.check(ctx, dbq.New(g.db), now)
@@ -88,6 +89,10 @@ func (r Request) check(ctx context.Context, q *dbq.Queries, now time.Time) (time
 	switch {
 	case !billing.IsUUID(r.UserID):
 		return time.Time{}, billing.ErrGrantUser
+	case strings.ContainsRune(r.Plan, 0) || strings.ContainsRune(r.Reason, 0): // no database stores it
+		return time.Time{}, billing.ErrGrantText
+	case r.For < 0 || r.For > billing.MaxDuration:
+		return time.Time{}, billing.ErrGrantDuration
 	case strings.TrimSpace(r.Reason) == "":
 		return time.Time{}, billing.ErrGrantReason
 	case r.Until.IsZero() == (r.For == 0):
@@ -98,8 +103,11 @@ func (r Request) check(ctx context.Context, q *dbq.Queries, now time.Time) (time
 		end = now.Add(r.For)
 	}
 	end = end.UTC().Truncate(time.Microsecond)
-	if !end.After(now) {
+	switch {
+	case !end.After(now):
 		return time.Time{}, billing.ErrGrantEnd
+	case end.Sub(now) > billing.MaxDuration:
+		return time.Time{}, billing.ErrGrantDuration
 	}
 	n, err := q.LivePlanExists(ctx, r.Plan)
 	if err != nil {
@@ -115,7 +123,10 @@ func (r Request) check(ctx context.Context, q *dbq.Queries, now time.Time) (time
 // now stands. With userID set, a grant of another user is billing.ErrNoGrant. A grant
 // already ended or revoked is billing.ErrGrantEnded and changes nothing.
 func (g *Grants) Revoke(ctx context.Context, userID, id, reason, by string) (grant.Grant, error) {
-	if strings.TrimSpace(reason) == "" {
+	switch {
+	case strings.ContainsRune(reason, 0):
+		return grant.Grant{}, billing.ErrGrantText
+	case strings.TrimSpace(reason) == "":
 		return grant.Grant{}, billing.ErrGrantReason
 	}
 	current, err := g.Get(ctx, userID, id)

@@ -254,6 +254,10 @@ func TestGrantRequestsRefused(t *testing.T) {
 			{"no reason", func(r *grants.Request) { r.Reason = "" }, billing.ErrGrantReason},
 			{"blank reason", func(r *grants.Request) { r.Reason = " \t" }, billing.ErrGrantReason},
 			{"not a user id", func(r *grants.Request) { r.UserID = "alice" }, billing.ErrGrantUser},
+			{"a NUL in the plan", func(r *grants.Request) { r.Plan = "pro\x00" }, billing.ErrGrantText},
+			{"a NUL in the reason", func(r *grants.Request) { r.Reason = "wh\x00y" }, billing.ErrGrantText},
+			{"longer than the ceiling", func(r *grants.Request) { r.For = billing.MaxDuration + time.Second }, billing.ErrGrantDuration},
+			{"an end past the ceiling", func(r *grants.Request) { r.For, r.Until = 0, billingtest.Now.Add(billing.MaxDuration + time.Hour) }, billing.ErrGrantDuration},
 		} {
 			r := ok
 			c.edit(&r)
@@ -269,6 +273,56 @@ func TestGrantRequestsRefused(t *testing.T) {
 		}
 		if _, err := g.Add(ctx, ok); err != nil {
 			t.Fatalf("the request itself: %v", err)
+		}
+	})
+}
+
+// TestConcurrentRevocationsKeepTheWinnersReason: of revocations of one grant at the same
+// moment, one is answered and the others find it ended; the stored grant.revoked event,
+// the grant and the audit log carry the reason of the one answered.
+func TestConcurrentRevocationsKeepTheWinnersReason(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		_, g := setUp(t, d)
+		ctx := context.Background()
+		made, err := g.Add(ctx, grants.Request{UserID: user, Plan: "pro", For: time.Hour, Reason: "beta", By: "cli:ops"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var won []string
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				reason := fmt.Sprint("reason ", i)
+				_, err := g.Revoke(ctx, user, made.ID, reason, "cli:ops")
+				switch {
+				case err == nil:
+					mu.Lock()
+					won = append(won, reason)
+					mu.Unlock()
+				case !errors.Is(err, billing.ErrGrantEnded):
+					t.Errorf("revocation %d: %v", i, err)
+				}
+			}()
+		}
+		wg.Wait()
+		if len(won) != 1 {
+			t.Fatalf("%d revocations answered, want one: %v", len(won), won)
+		}
+		var payload []byte
+		if err := d.QueryRow("select payload from provider_events where provider_event_id = $1", made.ID+".revoked").Scan(&payload); err != nil {
+			t.Fatal(err)
+		}
+		var stored struct {
+			Grant grant.Grant `json:"grant"`
+		}
+		if err := json.Unmarshal(payload, &stored); err != nil || stored.Grant.RevokeReason != won[0] {
+			t.Fatalf("the stored revocation says %q (%v), the one answered %q", stored.Grant.RevokeReason, err, won[0])
+		}
+		if got, err := g.Get(ctx, user, made.ID); err != nil || got.RevokeReason != won[0] {
+			t.Fatalf("the grant says %q (%v), want %q", got.RevokeReason, err, won[0])
 		}
 	})
 }

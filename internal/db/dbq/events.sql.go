@@ -128,7 +128,7 @@ values ($1, $2, $3, $4, $5, $5, $6,
     $13, $14, $15, $16, $5, $5)
 on conflict (provider, provider_event_id) do update
 set event_type = excluded.event_type,
-    payload = excluded.payload,
+    payload = case when provider_events.provider = 'grant' and excluded.outcome = 'duplicate' then provider_events.payload else excluded.payload end,
     processed_at = excluded.processed_at,
     processing_error = excluded.processing_error,
     outcome = case when provider_events.outcome is null or provider_events.outcome in ('unresolved', 'invalid') then excluded.outcome else provider_events.outcome end,
@@ -166,6 +166,9 @@ type RecordProviderEventParams struct {
 // Stores an event with what became of it, in the transaction that processed it. A repeat
 // delivery rewrites type, payload and processing state but keeps received_at, and keeps
 // the outcome and change of the first delivery that was not refused (see SetEventOutcome).
+// A grant's events are tollgate's own and never redelivered: one found a duplicate is a
+// concurrent action that lost (a second revocation of one grant), and the payload applied
+// — the winner's reason — is kept.
 func (q *Queries) RecordProviderEvent(ctx context.Context, arg RecordProviderEventParams) error {
 	_, err := q.db.ExecContext(ctx, recordProviderEvent,
 		arg.Provider,

@@ -2,6 +2,9 @@
 -- Stores an event with what became of it, in the transaction that processed it. A repeat
 -- delivery rewrites type, payload and processing state but keeps received_at, and keeps
 -- the outcome and change of the first delivery that was not refused (see SetEventOutcome).
+-- A grant's events are tollgate's own and never redelivered: one found a duplicate is a
+-- concurrent action that lost (a second revocation of one grant), and the payload applied
+-- — the winner's reason — is kept.
 insert into provider_events (provider, provider_event_id, event_type, payload, received_at, processed_at, processing_error,
     outcome, user_id, subscription_id, plan_before, status_before, period_end_before, plan_after, status_after, period_end_after,
     moved_from_user_id, created_at, updated_at)
@@ -10,7 +13,7 @@ values (sqlc.arg(provider), sqlc.arg(provider_event_id), sqlc.arg(event_type), s
     sqlc.narg(plan_after), sqlc.narg(status_after), sqlc.narg(period_end_after), sqlc.narg(moved_from_user_id), sqlc.arg(now), sqlc.arg(now))
 on conflict (provider, provider_event_id) do update
 set event_type = excluded.event_type,
-    payload = excluded.payload,
+    payload = case when provider_events.provider = 'grant' and excluded.outcome = 'duplicate' then provider_events.payload else excluded.payload end,
     processed_at = excluded.processed_at,
     processing_error = excluded.processing_error,
     outcome = case when provider_events.outcome is null or provider_events.outcome in ('unresolved', 'invalid') then excluded.outcome else provider_events.outcome end,
