@@ -7,12 +7,14 @@
 package retention
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -224,24 +226,40 @@ func (p *Pruner) archive(rows []dbq.PrunableEventsRow) ([]string, error) {
 	return files, nil
 }
 
+// appendGzip appends records to path as one whole gzip member, or leaves the file as it
+// was: the member is made first (a step's records, in memory), then written after the
+// file's end and synced; a write that fails — a full disk — is cut back off, so that no
+// torn member is ever followed by the next step's, which gzip could not read past.
 func appendGzip(path string, records []Record) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
-	if err != nil {
-		return err
-	}
-	zw := gzip.NewWriter(f)
+	var member bytes.Buffer
+	zw := gzip.NewWriter(&member)
 	enc := json.NewEncoder(zw)
 	enc.SetEscapeHTML(false)
 	for _, r := range records {
-		if err = enc.Encode(r); err != nil {
-			break
+		if err := enc.Encode(r); err != nil {
+			return err
 		}
 	}
-	if closeErr := zw.Close(); err == nil {
-		err = closeErr
+	if err := zw.Close(); err != nil {
+		return err
 	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o640)
+	if err != nil {
+		return err
+	}
+	end, err := f.Seek(0, io.SeekEnd)
 	if err == nil {
-		err = f.Sync()
+		if _, err = f.Write(member.Bytes()); err == nil {
+			err = f.Sync()
+		}
+		if err != nil {
+			// Cutting back needs no space; if even that fails, the removal does not happen and
+			// the next pass appends after what is here, so say so.
+			if cutErr := f.Truncate(end); cutErr != nil {
+				err = fmt.Errorf("%w (and cutting the partial write off failed: %v)", err, cutErr)
+			}
+			f.Sync()
+		}
 	}
 	if closeErr := f.Close(); err == nil {
 		err = closeErr
