@@ -257,7 +257,7 @@ func TestGrantRequestsRefused(t *testing.T) {
 			{"a NUL in the plan", func(r *grants.Request) { r.Plan = "pro\x00" }, billing.ErrGrantText},
 			{"a NUL in the reason", func(r *grants.Request) { r.Reason = "wh\x00y" }, billing.ErrGrantText},
 			{"longer than the ceiling", func(r *grants.Request) { r.For = billing.MaxDuration + time.Second }, billing.ErrGrantDuration},
-			{"an end past the ceiling", func(r *grants.Request) { r.For, r.Until = 0, billingtest.Now.Add(billing.MaxDuration + time.Hour) }, billing.ErrGrantDuration},
+			{"an end past the ceiling", func(r *grants.Request) { r.For, r.Until = 0, billingtest.Now.Add(billing.MaxDuration+time.Hour) }, billing.ErrGrantDuration},
 		} {
 			r := ok
 			c.edit(&r)
