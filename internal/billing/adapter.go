@@ -119,6 +119,10 @@ type Stored struct {
 	Customer                   string
 	// The payments seen: the latest paid-through and the latest payment's time.
 	PaidThrough, PaidAt *time.Time
+	// LastReadAt is when the latest read that found State as it is was made, exactly
+	// (zero: none since State was written). Such a read writes nothing of the row; its
+	// place among events is in LastEventAt, which is the later of the two.
+	LastReadAt time.Time
 }
 
 // HasState says whether an event has written the row's state.
@@ -185,16 +189,28 @@ func (r Reading) readTime() time.Time {
 }
 
 // lastRead is when the stored state was read, exactly, if it is a read: from its
-// SnapshotEventID, else (a read stored under an event's id) its LastEventAt.
+// SnapshotEventID, else (a read stored under an event's id) its LastEventAt — or when a
+// later read found it the same, if one did.
 func lastRead(stored Stored) (time.Time, bool) {
 	if stored.LastEventType != SnapshotEventType {
 		return time.Time{}, false
 	}
-	if at, ok := snapshotTime(stored.LastEventID); ok {
-		return at, true
+	at, ok := snapshotTime(stored.LastEventID)
+	if !ok {
+		at = stored.LastEventAt
 	}
-	return stored.LastEventAt, true
+	return later(at, stored.LastReadAt), true
 }
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// ReadTime is when a snapshot was read, exactly.
+func (r Reading) ReadTime() time.Time { return r.readTime() }
 
 // Facts is what a stored state says about the canonical subscription.
 type Facts struct {

@@ -28,11 +28,16 @@ func (p *Pipeline) lock(ctx context.Context, w *work, subscription string) (prov
 
 // storedOf is the row as adapters see it.
 func storedOf(ps providerSubscription) billing.Stored {
-	return billing.Stored{
+	s := billing.Stored{
 		State: ps.State, LastEventID: ps.LastEventID.String, LastEventType: ps.LastEventType.String,
 		LastEventAt: ps.LastEventAt.Time, Customer: ps.ProviderCustomerID.String,
 		PaidThrough: timePtr(ps.PaidThrough), PaidAt: timePtr(ps.PaidEventAt),
 	}
+	// A later read that found this state stands for it as of its own place among events.
+	if ps.ReadAt.Valid && ps.ReadPosition.Valid && !ps.ReadPosition.Time.Before(s.LastEventAt) {
+		s.LastReadAt, s.LastEventAt = ps.ReadAt.Time, ps.ReadPosition.Time
+	}
+	return s
 }
 
 // apply applies a reading of the event eventID (a snapshot's read names its own) to its
@@ -62,6 +67,14 @@ func (p *Pipeline) apply(ctx context.Context, w *work, r billing.Reading, eventI
 	switch order {
 	case billing.Stale:
 		outcome, w.stale = billing.OutcomeStale, true
+	case billing.Same:
+		// Nothing of the row is written; the read's time is kept apart, so that what is
+		// older than it stays older.
+		err := w.RememberRead(ctx, dbq.RememberReadParams{ProviderSubscriptionID: ps.ID,
+			ReadAt: sql.NullTime{Time: r.ReadTime().UTC(), Valid: true}, ReadPosition: sql.NullTime{Time: r.At.UTC(), Valid: true}})
+		if err != nil {
+			return "", err
+		}
 	case billing.Supersedes:
 		if stored, err = p.supersede(ctx, w, r, eventID, ps); err != nil {
 			return "", err

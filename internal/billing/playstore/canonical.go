@@ -109,7 +109,7 @@ func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order 
 	}
 	if r.Snapshot {
 		rv := prev.revocation(stored)
-		return billing.BySnapshot(r, stored, rv != nil && !rv.givenBack(r), func() bool { return false })
+		return billing.BySnapshot(r, stored, rv != nil && !rv.givenBack(r), func() bool { return a.sameRead(r, stored) })
 	}
 	if !prev.voidedBy(r) {
 		return billing.Stale // a void of an earlier order: recorded only
@@ -118,6 +118,13 @@ func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order 
 		return billing.Stale
 	}
 	return billing.Supersedes // a revocation ends the purchase whatever was read before
+}
+
+// sameRead: the read gives exactly the state stored, for the same customer; a pass that
+// finds so writes nothing.
+func (a *Adapter) sameRead(r billing.Reading, stored billing.Stored) bool {
+	next, _, err := a.Apply(r, stored)
+	return err == nil && string(next) == stored.State && r.Customer == stored.Customer
 }
 
 // Apply gives the subscription's state from Google's read, or refunded on a revocation

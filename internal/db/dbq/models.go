@@ -239,6 +239,12 @@ type Subscription struct {
 	UpdatedAt              time.Time
 }
 
+type SubscriptionRead struct {
+	ProviderSubscriptionID int64
+	ReadAt                 sql.NullTime
+	ReadPosition           sql.NullTime
+}
+
 type UsageCounter struct {
 	UserID    string
 	Name      string

@@ -177,7 +177,10 @@ returning id, provider_subscription_id, provider_customer_id, state, last_event_
     (select s.current_period_end from subscriptions s where s.provider_subscription_id = provider_subscriptions.id) as period_end_before,
     -- The user the canonical row names: a store's subscription keeps it (see materialise).
     coalesce((select c.user_id from subscriptions s join billing_customers c on c.id = s.billing_customer_id
-              where s.provider_subscription_id = provider_subscriptions.id), '') as user_before
+              where s.provider_subscription_id = provider_subscriptions.id), '') as user_before,
+    -- The latest read that found the state as stored (subscription_reads), if any.
+    (select r.read_at from subscription_reads r where r.provider_subscription_id = provider_subscriptions.id) as read_at,
+    (select r.read_position from subscription_reads r where r.provider_subscription_id = provider_subscriptions.id) as read_position
 `
 
 type LockProviderSubscriptionParams struct {
@@ -201,6 +204,8 @@ type LockProviderSubscriptionRow struct {
 	StatusBefore           interface{}
 	PeriodEndBefore        sql.NullTime
 	UserBefore             interface{}
+	ReadAt                 sql.NullTime
+	ReadPosition           sql.NullTime
 }
 
 // Creates the row if needed and, on Postgres, holds its row lock until the transaction ends,
@@ -223,6 +228,8 @@ func (q *Queries) LockProviderSubscription(ctx context.Context, arg LockProvider
 		&i.StatusBefore,
 		&i.PeriodEndBefore,
 		&i.UserBefore,
+		&i.ReadAt,
+		&i.ReadPosition,
 	)
 	return i, err
 }
@@ -254,6 +261,24 @@ func (q *Queries) PlanForPrice(ctx context.Context, arg PlanForPriceParams) (Pla
 		&i.Tier,
 	)
 	return i, err
+}
+
+const rememberRead = `-- name: RememberRead :exec
+insert into subscription_reads (provider_subscription_id, read_at, read_position)
+values ($1, $2, $3)
+on conflict (provider_subscription_id) do update set read_at = excluded.read_at, read_position = excluded.read_position
+`
+
+type RememberReadParams struct {
+	ProviderSubscriptionID int64
+	ReadAt                 sql.NullTime
+	ReadPosition           sql.NullTime
+}
+
+// A read that found the subscription as stored: its times, kept apart from the row.
+func (q *Queries) RememberRead(ctx context.Context, arg RememberReadParams) error {
+	_, err := q.db.ExecContext(ctx, rememberRead, arg.ProviderSubscriptionID, arg.ReadAt, arg.ReadPosition)
+	return err
 }
 
 const saveProviderSubscription = `-- name: SaveProviderSubscription :exec

@@ -31,7 +31,16 @@ returning id, provider_subscription_id, provider_customer_id, state, last_event_
     (select s.current_period_end from subscriptions s where s.provider_subscription_id = provider_subscriptions.id) as period_end_before,
     -- The user the canonical row names: a store's subscription keeps it (see materialise).
     coalesce((select c.user_id from subscriptions s join billing_customers c on c.id = s.billing_customer_id
-              where s.provider_subscription_id = provider_subscriptions.id), '') as user_before;
+              where s.provider_subscription_id = provider_subscriptions.id), '') as user_before,
+    -- The latest read that found the state as stored (subscription_reads), if any.
+    (select r.read_at from subscription_reads r where r.provider_subscription_id = provider_subscriptions.id) as read_at,
+    (select r.read_position from subscription_reads r where r.provider_subscription_id = provider_subscriptions.id) as read_position;
+
+-- name: RememberRead :exec
+-- A read that found the subscription as stored: its times, kept apart from the row.
+insert into subscription_reads (provider_subscription_id, read_at, read_position)
+values (sqlc.arg(provider_subscription_id), sqlc.arg(read_at), sqlc.arg(read_position))
+on conflict (provider_subscription_id) do update set read_at = excluded.read_at, read_position = excluded.read_position;
 
 -- name: SaveProviderSubscription :exec
 update provider_subscriptions

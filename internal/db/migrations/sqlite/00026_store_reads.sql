@@ -21,7 +21,18 @@ create table store_history_reads (
 alter table reconcile_runs add column failed bigint not null default 0;
 alter table reconcile_runs add column notes text not null default '';
 
+-- A read of a store's subscription that found it as stored writes neither its row nor its
+-- canonical row: when it was read (exactly) and where it stands among events (its
+-- position) are kept here, so that an event older than the read is still older. (Both are
+-- set on every row; nullable only so that the row lock reads "no read" as null.)
+create table subscription_reads (
+    provider_subscription_id bigint primary key references provider_subscriptions (id) on delete cascade,
+    read_at       timestamp,
+    read_position timestamp
+);
+
 -- +goose Down
+drop table subscription_reads;
 alter table reconcile_runs drop column notes;
 alter table reconcile_runs drop column failed;
 drop table store_history_reads;
