@@ -270,11 +270,11 @@ func printHistories(ctx context.Context, e env, q *dbq.Queries) error {
 		if r.CompleteUntil.Valid {
 			held = "complete until " + r.CompleteUntil.Time.UTC().Format(time.RFC3339)
 		}
-		state := "its latest read"
+		state := "the latest read asked for"
 		if r.NextPage.Valid {
-			state = fmt.Sprintf("a read under way (%d pages applied; the next catch-up resumes it)", r.Pages)
+			state = fmt.Sprintf("a read under way (%d pages applied; the next catch-up resumes it) asks for", r.Pages)
 		}
-		fmt.Fprintf(e.stdout, "%s history %s: %s; %s read from %s to %s\n", r.Provider, r.Environment, held, state,
+		fmt.Fprintf(e.stdout, "%s history %s: %s; %s %s to %s\n", r.Provider, r.Environment, held, state,
 			r.ReadFrom.UTC().Format(time.RFC3339), r.ReadTo.UTC().Format(time.RFC3339))
 		if r.Note != "" {
 			fmt.Fprintf(e.stdout, "  note: %s\n", r.Note)

@@ -97,6 +97,21 @@ func TestReconcileAppStoreByHand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "applied 0, 2 already stored") || count() != 2 {
 		t.Fatalf("a second pass: %d %q, %d stored", code, out, count())
 	}
+	// Further back than Apple keeps: the read starts inside its window, completes, and
+	// says from when it read and why.
+	code, out, errOut = runCmd(ctx, env, "reconcile", "--provider", "appstore", "--since", "400d")
+	if code != 0 || !strings.Contains(out, "already stored") {
+		t.Fatalf("from 400 days back: %d %q %s", code, out, errOut)
+	}
+	// A pass whose process died (no lease held) shows as interrupted, not running.
+	if _, err := d.Exec("insert into reconcile_runs (provider, dry_run, started_at) values ('appstore', false, $1)", time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runCmd(ctx, env, "reconcile", "status", "--limit", "1")
+	if code != 0 || !strings.Contains(out, "interrupted (its process stopped") ||
+		!strings.Contains(out, "appstore history Production: complete until") || !strings.Contains(out, "but the store keeps 180 days of history: read from") {
+		t.Fatalf("status: %d\n%s", code, out)
+	}
 }
 
 // TestServeCatchesUpOnMissedAppStoreNotifications: notifications Apple sends while tollgate
