@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
@@ -190,5 +191,31 @@ func TestAPIPacesItsRequests(t *testing.T) {
 	at, _ := s.Requests()
 	if len(at) != 5 || at[4].Sub(at[0]) < 4*50*time.Millisecond*9/10 {
 		t.Fatalf("5 requests in %v, want 20 a second at most", at[len(at)-1].Sub(at[0]))
+	}
+}
+
+// The stand-in refuses a history's dates as Apple does, and the client reads each refusal
+// by its code: too far back (4000012) is billing.ErrHistoryStartTooOld.
+func TestAPIHistoryDatesAreRefusedAsAppleRefusesThem(t *testing.T) {
+	_, api := standIn(t)
+	day := 24 * time.Hour
+	for _, c := range []struct {
+		name       string
+		start, end time.Time
+		code       int64
+	}{
+		{"181 days back", billingtest.Now.Add(-181 * day), billingtest.Now, 4000012},
+		{"start after end", billingtest.Now.Add(-time.Hour), billingtest.Now.Add(-2 * time.Hour), 4000013},
+		{"start in the future", billingtest.Now.Add(time.Hour), billingtest.Now.Add(2 * time.Hour), 4000015},
+		{"no end", billingtest.Now.Add(-time.Hour), time.UnixMilli(0), 4000016},
+	} {
+		_, err := api.NotificationHistory(context.Background(), c.start, c.end, "")
+		var apiErr *appstore.APIError
+		if !errors.As(err, &apiErr) || apiErr.Code != c.code || errors.Is(err, billing.ErrHistoryStartTooOld) != (c.code == 4000012) {
+			t.Errorf("%s: %v, want errorCode %d", c.name, err, c.code)
+		}
+	}
+	if _, err := api.NotificationHistory(context.Background(), billingtest.Now.Add(-179*day), billingtest.Now, ""); err != nil {
+		t.Fatalf("179 days back: %v", err)
 	}
 }

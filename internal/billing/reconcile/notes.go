@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 )
@@ -56,7 +55,7 @@ func (n *notes) String() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	lines := make([]string, 0, len(n.keys))
-	for _, k := range slices.Clone(n.keys) {
+	for _, k := range n.keys {
 		lines = append(lines, n.lines[k])
 	}
 	return strings.Join(lines, "\n")
