@@ -35,13 +35,19 @@ type API struct {
 
 	key      *ecdsa.PrivateKey
 	mu       sync.Mutex
-	history  []string // signed payloads, in the order they were sent
+	history  []sent // in the order they were sent
 	statuses map[string]status
 	throttle []time.Time // the Retry-After of each 429 to answer next; zero: none given
 	requests []time.Time
 	refusals []string
 	tokens   []string // each request's bearer token, in order
 	faults   faults
+}
+
+// sent is a notification in the history: its signed payload, and its signedDate read once.
+type sent struct {
+	payload string
+	signed  int64
 }
 
 type status struct {
@@ -84,7 +90,7 @@ func (a *API) Send(n Notification) ([]byte, error) {
 func (a *API) AddHistory(signedPayload string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.history = append(a.history, signedPayload)
+	a.history = append(a.history, sent{payload: signedPayload, signed: signedDate(signedPayload)})
 }
 
 // Status is what Get All Subscription Statuses answers for one original transaction:
@@ -232,9 +238,9 @@ func (a *API) notificationHistory(w http.ResponseWriter, r *http.Request) {
 	from, _ := strconv.Atoi(r.URL.Query().Get("paginationToken"))
 	a.mu.Lock()
 	var selected []string
-	for _, p := range a.history {
-		if at := signedDate(p); at >= q.StartDate && at <= q.EndDate {
-			selected = append(selected, p)
+	for _, h := range a.history {
+		if h.signed >= q.StartDate && h.signed <= q.EndDate {
+			selected = append(selected, h.payload)
 		}
 	}
 	a.mu.Unlock()
