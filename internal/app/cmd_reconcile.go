@@ -35,13 +35,18 @@ whose API settings are set (or the one --provider names):
              webhook always wins.
   appstore   reads Apple's notification history (APPSTORE_KEY_ID, APPSTORE_ISSUER_ID,
              APPSTORE_PRIVATE_KEY_FILE) from ten minutes before the end of the last complete
-             read, or --since ago, and applies every notification tollgate has not stored,
-             as if delivered, in the order Apple signed them; then reads the status of each
+             read, or --since ago — never further back than Apple keeps (180 days, 30 in
+             Sandbox, less an hour), saying so — and applies every notification tollgate
+             has not stored, as if delivered, page by page; then reads the status of each
              App Store subscription tollgate knows and repairs drift.
   playstore  reads Google Play's voided purchases (PLAY_SERVICE_ACCOUNT_JSON) from where the
-             last read ended, or --since ago (30 days back at most: all Google keeps), and
-             applies each void tollgate has not stored; then reads each Google Play
-             subscription tollgate knows (subscriptionsv2) and repairs drift.
+             last read ended, or --since ago (30 days back at most, less an hour: all
+             Google keeps), and applies each void tollgate has not stored; then reads each
+             Google Play subscription tollgate knows (subscriptionsv2) and repairs drift.
+
+A history read cut short resumes at the page where it stopped. A subscription whose read
+keeps failing is counted failed and read again by the next pass; a pass fails only when the
+store refuses tollgate's settings, or every read fails.
 
 Each drifted subscription, before → after, is logged and shown by "tollgate reconcile
 status". --dry-run lists what would be applied and repaired, and applies nothing. Only one
