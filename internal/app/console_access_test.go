@@ -175,6 +175,11 @@ func consoleGrantRefusals(t *testing.T, base string, operator *http.Client, user
 	if _, page := fetch(t, operator, "GET", base+"/admin/customers/"+user, nil); !strings.Contains(page, "No grants.") {
 		t.Error("a refused grant was made")
 	}
+	// The NUL and the overflow were the request's fault, not the database's.
+	if _, metrics := fetch(t, operator, "GET", base+"/metrics", nil); strings.Contains(metrics, "\ntollgate_db_unavailable_total ") &&
+		!strings.Contains(metrics, "\ntollgate_db_unavailable_total 0\n") {
+		t.Error("refused grants counted as a database outage (tollgate_db_unavailable_total)")
+	}
 }
 
 // unresolvedEventNamesItsCustomer: a customer whose only event was unresolved (its price in

@@ -162,10 +162,13 @@ func (s *storeSync) beforePass(e env) func(context.Context) {
 	return func(ctx context.Context) { s.catchUpWhenFree(ctx, e) }
 }
 
-// catchUpWhenFree catches up, and again every few seconds while another process holds a
-// history's lease.
+// catchUpWhenFree catches up on each history, and again every few seconds on those another
+// process held the lease of.
 func (s *storeSync) catchUpWhenFree(ctx context.Context, e env) {
-	for s.catchUp(ctx, e) {
+	for pending := s.histories; ; {
+		if pending = s.catchUp(ctx, e, pending); len(pending) == 0 {
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -174,14 +177,14 @@ func (s *storeSync) catchUpWhenFree(ctx context.Context, e env) {
 	}
 }
 
-// catchUp reads each history from where the last read stopped, or the last complete read
-// ended. A refused key is logged naming the settings; the next round tries again, in case
-// they were fixed. busy says whether another process held a history's lease.
-func (s *storeSync) catchUp(ctx context.Context, e env) (busy bool) {
-	for _, h := range s.histories {
+// catchUp reads each of histories from where the last read stopped, or the last complete
+// read ended, and gives those another process held the lease of. A refused key is logged
+// naming the settings; the next round tries again, in case they were fixed.
+func (s *storeSync) catchUp(ctx context.Context, e env, histories []*reconcile.History) (busy []*reconcile.History) {
+	for _, h := range histories {
 		_, err := h.CatchUp(ctx, time.Time{}, pipeline.CatchUpOptions{})
 		if errors.Is(err, reconcile.ErrBusy) {
-			busy = true // another instance is reading it, or died doing so
+			busy = append(busy, h) // another instance is reading it, or died doing so
 			continue
 		}
 		if err == nil || ctx.Err() != nil {

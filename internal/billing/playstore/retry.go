@@ -31,7 +31,7 @@ func (rt *retrying) RoundTrip(req *http.Request) (*http.Response, error) {
 	wait := rt.backoff
 	for try := 1; ; try++ {
 		resp, err := rt.once(req)
-		if err != nil || try == maxTries || !retryable(resp.StatusCode) || (req.Body != nil && req.GetBody == nil) {
+		if err != nil || try == maxTries || !retryable(resp.StatusCode) || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
 			return resp, err
 		}
 		next := retryAfter(resp.Header.Get("Retry-After"), wait)
