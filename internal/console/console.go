@@ -69,7 +69,7 @@ func New(opts Options) (*Console, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	c := &Console{opts: opts, pages: map[string]*template.Template{}, daily: parseDaily(opts.DB.Engine), kept: keptStanding{slowAfter: slowStanding}}
+	c := &Console{opts: opts, pages: map[string]*template.Template{}, daily: parseDaily(opts.DB.Engine), kept: keptStanding{slowAfter: slowStanding, bigFrom: bigStanding}}
 	for _, name := range []string{"overview", "customers", "customer", "events", "event", "deliveries", "plans", "audit", "message"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {

@@ -12,11 +12,15 @@ import (
 // subscription, and the charts' daily counts of the last 90 days) take milliseconds with a
 // few thousand subscriptions, and every view works them out anew; with a million, and a
 // million events in 90 days, they take seconds. So once working them out has taken longer
-// than slowStanding, the pages show the last ones worked out while they are younger than
-// standingMaxAge, saying when they were worked out, and RunSnapshots works them out again
-// every standingRefresh so that the pages always find them.
+// than slowStanding over at least bigStanding subscriptions, the pages show the last ones
+// worked out while they are younger than standingMaxAge, saying when they were worked
+// out, and RunSnapshots works them out again every standingRefresh so that the pages
+// always find them. Under bigStanding a slow working-out is the machine's passing load (a
+// server starting, a busy core), not the counts' size: the next view works them out anew
+// and shows a change at once.
 const (
 	slowStanding    = 100 * time.Millisecond
+	bigStanding     = 10_000
 	standingMaxAge  = 2 * time.Minute
 	standingRefresh = time.Minute
 )
@@ -39,8 +43,10 @@ type keptStanding struct {
 	mu      sync.Mutex
 	last    standingNow
 	took    time.Duration
-	// slowAfter is slowStanding; tests lower it.
+	read    int // the subscriptions the last working-out read
+	// slowAfter is slowStanding and bigFrom bigStanding; tests lower them.
 	slowAfter time.Duration
+	bigFrom   int
 }
 
 // fresh is the kept standing, when working it out is slow and it is younger than
@@ -48,7 +54,7 @@ type keptStanding struct {
 func (k *keptStanding) fresh(now time.Time) (standingNow, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.took < k.slowAfter || k.last.At.IsZero() || now.Sub(k.last.At) >= standingMaxAge {
+	if !k.slowLocked() || now.Sub(k.last.At) >= standingMaxAge {
 		return standingNow{}, false
 	}
 	s := k.last
@@ -56,17 +62,22 @@ func (k *keptStanding) fresh(now time.Time) (standingNow, bool) {
 	return s, true
 }
 
-func (k *keptStanding) keep(s standingNow, took time.Duration) {
+func (k *keptStanding) keep(s standingNow, took time.Duration, read int) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.last, k.took = s, took
+	k.last, k.took, k.read = s, took, read
 }
 
-// slow says whether working the standing out took longer than slowStanding last time.
+// slow says whether working the standing out took longer than slowStanding last time,
+// over at least bigStanding subscriptions.
 func (k *keptStanding) slow() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return !k.last.At.IsZero() && k.took >= k.slowAfter
+	return k.slowLocked()
+}
+
+func (k *keptStanding) slowLocked() bool {
+	return !k.last.At.IsZero() && k.took >= k.slowAfter && k.read >= k.bigFrom
 }
 
 // currentStanding is the standing for a page: the one kept, when working it out is slow
@@ -105,6 +116,6 @@ func (c *Console) workOutStanding(ctx context.Context) (standingNow, error) {
 		ByPlanProvider: countPeople(subs, now, func(s dbq.ConsoleSubscriptionsRow) planProvider { return planProvider{s.PlanKey, s.Provider} }),
 		Total:          countPeople(subs, now, func(dbq.ConsoleSubscriptionsRow) struct{} { return struct{}{} })[struct{}{}],
 	}}
-	c.kept.keep(s, time.Since(started))
+	c.kept.keep(s, time.Since(started), len(subs))
 	return s, nil
 }

@@ -75,7 +75,7 @@ func TestSlowCountsAreKept(t *testing.T) {
 		t.Fatalf("quick counts after a new subscriber: %s, kept %v; want 2, worked out now", total, kept)
 	}
 
-	c.kept.slowAfter = 0 // from here on, working the counts out counts as slow
+	c.kept.slowAfter, c.kept.bigFrom = 0, 0 // from here on, working the counts out counts as slow
 	subscribe(t, d, "3", now)
 	if total, kept := overviewOf(t, c); total != "2" || !kept {
 		t.Fatalf("slow counts, a new subscriber: %s, kept %v; want the kept 2, said to be kept", total, kept)
