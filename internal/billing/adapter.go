@@ -167,7 +167,7 @@ func BySnapshot(r Reading, stored Stored, final bool, same func() bool) Order {
 	}
 	if last, ok := lastRead(stored); ok {
 		switch {
-		case !r.readTime().After(last):
+		case !r.ReadTime().After(last):
 			return Stale
 		case same():
 			return Same
@@ -180,8 +180,8 @@ func BySnapshot(r Reading, stored Stored, final bool, same func() bool) Order {
 	return Supersedes
 }
 
-// readTime is when a snapshot was read, exactly.
-func (r Reading) readTime() time.Time {
+// ReadTime is when a snapshot was read, exactly.
+func (r Reading) ReadTime() time.Time {
 	if r.ReadAt.IsZero() {
 		return r.At
 	}
@@ -209,8 +209,6 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// ReadTime is when a snapshot was read, exactly.
-func (r Reading) ReadTime() time.Time { return r.readTime() }
 
 // Facts is what a stored state says about the canonical subscription.
 type Facts struct {

@@ -29,9 +29,6 @@ var (
 	// ErrAPIRefused: the store's API refused tollgate itself — its key, its account or its
 	// app — so no other read can succeed until the settings are fixed.
 	ErrAPIRefused = errors.New("the store's API refused tollgate's settings")
-	// ErrReadLater: the store said to try the same read again later, and the tries allowed
-	// now are spent.
-	ErrReadLater = errors.New("the store said to try again later")
 	// ErrHistoryStartTooOld: the store keeps no history as far back as the read's start.
 	ErrHistoryStartTooOld = errors.New("the store keeps no history that far back")
 	// ErrHistoryPageExpired: the store no longer takes the page token a read resumed with.

@@ -11,17 +11,12 @@ import (
 // Apple's errorCodes that tollgate reads, as the App Store Server API defines them.
 const (
 	codeStartTooOld         = 4000012 // startDate is further back than the history is kept
-	codeStartAfterEnd       = 4000013
-	codeInvalidStart        = 4000015
-	codeInvalidEnd          = 4000016
 	codePageExpired         = 4000017 // the paginationToken has expired
 	codeAccountNotFound     = 4040001
 	codeAccountNotFoundTry  = 4040002
 	codeAppNotFound         = 4040003
 	codeAppNotFoundTry      = 4040004
-	codeOriginalNotFound    = 4040005
 	codeOriginalNotFoundTry = 4040006
-	codeTransactionNotFound = 4040010
 	codeRateLimited         = 4290000
 	codeInternalTry         = 5000001
 )
@@ -52,16 +47,14 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("the App Store Server API (%s) answered %d (errorCode %d)", e.Environment, e.Status, e.Code)
 }
 
-// Is lets the answer be read by what it means: a refusal of tollgate itself, a read to
-// try again later, a history start too old, a page token expired.
+// Is lets the answer be read by what it means: a refusal of tollgate itself, a history
+// start too old, a page token expired.
 func (e *APIError) Is(target error) bool {
 	switch target {
 	case ErrAPIKeyRefused:
 		return e.Status == http.StatusUnauthorized
 	case billing.ErrAPIRefused:
 		return e.Status == http.StatusUnauthorized || e.Code == codeAppNotFound || e.Code == codeAccountNotFound
-	case billing.ErrReadLater:
-		return e.retryable()
 	case billing.ErrHistoryStartTooOld:
 		return e.Code == codeStartTooOld
 	case billing.ErrHistoryPageExpired:

@@ -39,8 +39,8 @@ var ErrRefusedStatus = errors.New("a subscription status refused")
 
 // ErrUnknownSubscription: the API's environment holds no subscription of that original
 // transaction (Apple's 404 with 4040005 or 4040010, or none, or an answer without it).
-// Apple's "not found, try again" codes are not this: they are billing.ErrReadLater once
-// the tries are spent.
+// Apple's "not found, try again" codes are not this: once the tries are spent they are a
+// read that failed, which a later pass makes again.
 var ErrUnknownSubscription = errors.New("the App Store holds no subscription of that original transaction in this environment")
 
 // SubscriptionStatus reads the subscription of originalTransactionID (Get All Subscription

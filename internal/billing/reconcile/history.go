@@ -100,7 +100,7 @@ type window struct {
 // while another process holds it). It keeps its place after every page: a read cut short
 // — by a signal, a failure or a process that died — is taken up where it stopped by the
 // next catch-up of any process. A start older than the store keeps is moved inside its
-// window, and the read says so (Note). A complete read moves the time up to which the
+// window, and the read says so (its note). A complete read moves the time up to which the
 // history is held to its end. A dry run neither resumes nor keeps its place.
 func (h *History) CatchUp(ctx context.Context, since time.Time, opts pipeline.CatchUpOptions) (pipeline.CatchUpSummary, error) {
 	ctx, release, err := h.lease.Hold(ctx)

@@ -18,28 +18,27 @@ type notes struct {
 	lines map[string]string
 }
 
-// Note notes text under key for the pass whose reads get ctx, once: a later note of the
-// same key is dropped. It reports whether the note is new. Outside a pass it does nothing.
-func Note(ctx context.Context, key, text string) bool {
+// note notes text under key for the pass whose reads get ctx, once: a later note of the
+// same key is dropped. Outside a pass it does nothing.
+func note(ctx context.Context, key, text string) {
 	n, ok := ctx.Value(notesKey{}).(*notes)
 	if !ok {
-		return false
+		return
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, had := n.lines[key]; had {
-		return false
+		return
 	}
 	if n.lines == nil {
 		n.lines = map[string]string{}
 	}
 	n.keys = append(n.keys, key)
 	n.lines[key] = text
-	return true
 }
 
-// Noted says whether the pass whose reads get ctx has a note of key.
-func Noted(ctx context.Context, key string) bool {
+// noted says whether the pass whose reads get ctx has a note of key.
+func noted(ctx context.Context, key string) bool {
 	n, ok := ctx.Value(notesKey{}).(*notes)
 	if !ok {
 		return false

@@ -98,7 +98,7 @@ type Result struct {
 	// Failed counts the subscriptions whose read failed: left for the next pass.
 	Failed      int
 	Interrupted bool
-	// Notes are what the reads said of the pass as a whole (Note), one line each.
+	// Notes are what the reads said of the pass as a whole (notes.go), one line each.
 	Notes string
 }
 

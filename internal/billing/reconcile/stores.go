@@ -76,13 +76,13 @@ func Environments(envs []Environment, unknown func(id string) (json.RawMessage, 
 		var refused error
 		for _, env := range envs {
 			key := "refused " + env.Name
-			if Noted(ctx, key) {
+			if noted(ctx, key) {
 				continue
 			}
 			raw, err := env.Read(ctx, id, state)
 			switch {
 			case errors.Is(err, billing.ErrAPIRefused) && len(envs) > 1:
-				Note(ctx, key, err.Error())
+				note(ctx, key, err.Error())
 				refused = err
 			case err != nil && env.NotHere(err):
 			default:
@@ -99,7 +99,7 @@ func Environments(envs []Environment, unknown func(id string) (json.RawMessage, 
 // allNoted: every environment refused in this pass.
 func allNoted(ctx context.Context, envs []Environment) bool {
 	for _, env := range envs {
-		if !Noted(ctx, "refused "+env.Name) {
+		if !noted(ctx, "refused "+env.Name) {
 			return false
 		}
 	}
