@@ -209,7 +209,6 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-
 // Facts is what a stored state says about the canonical subscription.
 type Facts struct {
 	// Customer names the user; Unresolved is the error when it names nobody tollgate
