@@ -167,21 +167,21 @@ func shellWords(t *testing.T, line string) []string {
 	return words
 }
 
-// TestReadmeModuleSetUpBuilds runs the README's commands that make another module depend
-// on a clone of this repository, as printed, beside a clone (here, a link to this one), and
-// builds a program that imports tollgate.
+// TestReadmeModuleSetUpBuilds runs the commands docs/building.md (linked from the README)
+// prints to make another module depend on a clone of this repository, as printed, beside a
+// clone (here, a link to this one), and builds a program that imports tollgate.
 func TestReadmeModuleSetUpBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module (-short)")
 	}
 	t.Parallel() // a build of its own, beside the tests that mostly wait
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/building.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	block := regexp.MustCompile("(?s)Until the module is published.*?```sh\n(.*?)```").FindStringSubmatch(string(readme))
 	if block == nil {
-		t.Fatal("the README no longer says how to depend on an unpublished tollgate")
+		t.Fatal("docs/building.md no longer says how to depend on an unpublished tollgate")
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
