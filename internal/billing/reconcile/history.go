@@ -112,6 +112,21 @@ func (h *History) CatchUp(ctx context.Context, since time.Time, opts pipeline.Ca
 	if err != nil {
 		return pipeline.CatchUpSummary{}, err
 	}
+	total, err := h.readWindow(ctx, w, opts)
+	if err != nil || !w.resumed || !h.opts.Clock().After(w.end) {
+		return total, err
+	}
+	// The resumed read ended where the interrupted one meant to; the history since then is
+	// read too, so a catch-up always reaches now.
+	if w, err = h.plan(ctx, time.Time{}, false); err != nil {
+		return total, err
+	}
+	sum, err := h.readWindow(ctx, w, opts)
+	return add(total, sum), err
+}
+
+// readWindow reads w to its end, retrying as retry says, and records it complete.
+func (h *History) readWindow(ctx context.Context, w window, opts pipeline.CatchUpOptions) (pipeline.CatchUpSummary, error) {
 	var total pipeline.CatchUpSummary
 	for try := 0; ; try++ {
 		sum, err := h.read(ctx, w, opts)

@@ -166,3 +166,34 @@ func TestAnInterruptedCatchUpResumesWhereItStopped(t *testing.T) {
 		}
 	})
 }
+
+// TestAResumedCatchUpReadsOnToNow: a read cut short before its first page was applied
+// (a server stopped as it started one, or a store that refused it) is taken up by the next catch-up, which then reads
+// on from the interrupted read's end to now: a notification sent after that end is
+// applied in the same catch-up, and the history is complete up to now.
+func TestAResumedCatchUpReadsOnToNow(t *testing.T) {
+	t.Parallel()
+	d := dbtest.SQLite(t)
+	h, s, hist := history(t, d)
+	sendMany(t, s, 3)
+	s.RefuseKeys(true) // the read is recorded as started, and no page is read
+	if _, err := hist.CatchUp(context.Background(), billingtest.Now.Add(-2*time.Hour), pipeline.CatchUpOptions{}); err == nil {
+		t.Fatal("a catch-up Apple refused succeeded")
+	}
+	s.RefuseKeys(false)
+	later := billingtest.AppStoreNotification("after-the-end", "DID_RENEW", "", "7000002", billingtest.FixtureUser,
+		billingtest.Now.Add(30*time.Minute), billingtest.Now.Add(30*24*time.Hour))
+	if _, err := s.Send(later); err != nil {
+		t.Fatal(err)
+	}
+	h.SetNow(billingtest.Now.Add(time.Hour))
+	s.Clock = h.Clock
+	sum, err := hist.CatchUp(context.Background(), time.Time{}, pipeline.CatchUpOptions{})
+	if err != nil || h.CountEvents() != 4 || sum.Applied != 4 {
+		t.Fatalf("resumed: %+v %v, %d of 4 stored", sum, err, h.CountEvents())
+	}
+	until, err := dbq.New(d).GetStoreHistory(context.Background(), dbq.GetStoreHistoryParams{Provider: billing.ProviderAppStore, Environment: "Production"})
+	if err != nil || !until.Equal(billingtest.Now.Add(time.Hour)) {
+		t.Fatalf("complete until %v %v, want now", until, err)
+	}
+}
