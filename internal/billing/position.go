@@ -213,3 +213,17 @@ func combine(a, b any) any {
 func Newest(subs []Subscription) {
 	slices.SortStableFunc(subs, func(a, b Subscription) int { return b.Updated.Compare(a.Updated) })
 }
+
+// ChangesAt is the first moment after At at which the answer may change with no event at
+// all — the nearest period end ahead among the user's subscriptions (a renewal due, a
+// trial's or a grant's end) — or zero when none is ahead. An answer handed out to be held
+// (an entitlement token, the access token's claim) is never said to hold past it.
+func (e Entitlements) ChangesAt() time.Time {
+	var at time.Time
+	for _, sub := range e.Subscriptions {
+		if end := sub.CurrentPeriodEnd; end != nil && end.After(e.At) && (at.IsZero() || end.Before(at)) {
+			at = *end
+		}
+	}
+	return at
+}

@@ -109,3 +109,23 @@ func (c Change) Body(cause ChangeCause, now time.Time) ([]byte, error) {
 		UserID: c.UserID, Previous: c.Previous, Current: c.Current, Cause: cause,
 	}})
 }
+
+// HeldView is the view an app holds rather than asks for — the billing of an entitlement
+// token and of the access token's tollgate claim: the view without usage, which changes
+// with every use. EntitlementsOmitted says the entitlements were left out (Entitlements
+// null) to keep a token small; it is absent otherwise.
+type HeldView struct {
+	Subscribed          bool           `json:"subscribed"`
+	Status              *string        `json:"status"`
+	Provider            *string        `json:"provider"`
+	Plan                *Plan          `json:"plan"`
+	CurrentPeriodEnd    *time.Time     `json:"current_period_end"`
+	Entitlements        map[string]any `json:"entitlements"`
+	EntitlementsOmitted bool           `json:"entitlements_omitted,omitempty"`
+}
+
+// Held is v without its usage.
+func (v BillingView) Held() HeldView {
+	return HeldView{Subscribed: v.Subscribed, Status: v.Status, Provider: v.Provider, Plan: v.Plan,
+		CurrentPeriodEnd: v.CurrentPeriodEnd, Entitlements: v.Entitlements}
+}

@@ -76,10 +76,8 @@ func (c *answerCache) keep(generation uint64, a cachedAnswer, now time.Time) {
 		return
 	}
 	a.until = now.Add(c.maxAge)
-	for _, sub := range a.position.Subscriptions {
-		if end := sub.CurrentPeriodEnd; end != nil && end.After(now) && end.Before(a.until) {
-			a.until = *end // the answer may change when a period ends, event or not
-		}
+	if end := a.position.ChangesAt(); !end.IsZero() && end.Before(a.until) {
+		a.until = end // the answer may change when a period ends, event or not
 	}
 	if end := a.position.UsagePeriodEnd(); end.Before(a.until) {
 		a.until = end

@@ -130,6 +130,30 @@ func (s *Reader) View(ctx context.Context, userID string) (billing.BillingView, 
 	return billing.ViewOf(e, used), nil
 }
 
+// Held is a user's answer for an app to hold: the view without usage, and the first
+// moment it may change with no event (zero: none is ahead).
+type Held struct {
+	View      billing.HeldView
+	ChangesAt time.Time
+}
+
+// Held is userID's answer now, to be held (an entitlement token, the access token's claim).
+func (s *Reader) Held(ctx context.Context, userID string) (Held, error) {
+	if s.answers != nil {
+		a, err := s.kept(ctx, userID)
+		if err != nil {
+			return Held{}, err
+		}
+		// The kept position is shared: the view only reads it, and its maps are not changed.
+		return Held{View: billing.ViewOf(a.position, nil).Held(), ChangesAt: a.position.ChangesAt()}, nil
+	}
+	e, err := s.Entitlements(ctx, userID)
+	if err != nil {
+		return Held{}, err
+	}
+	return Held{View: billing.ViewOf(e, nil).Held(), ChangesAt: e.ChangesAt()}, nil
+}
+
 // ViewJSON is View encoded as billing.EncodeView encodes it. With kept answers it is the
 // encoding kept with the answer, shared by every caller: it must not be changed.
 func (s *Reader) ViewJSON(ctx context.Context, userID string) ([]byte, error) {

@@ -208,6 +208,17 @@ type ServiceKey struct {
 	LastUsedAt sql.NullTime
 }
 
+type SigningKey struct {
+	Kid         string
+	Seq         int64
+	PrivateKey  string
+	PublicJwk   string
+	CreatedAt   time.Time
+	SignsFrom   time.Time
+	SignedUntil sql.NullTime
+	RetiredAt   sql.NullTime
+}
+
 type StoreHistory struct {
 	Provider      string
 	Environment   string
