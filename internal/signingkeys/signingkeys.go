@@ -113,7 +113,7 @@ func (k *Keys) signer(ctx context.Context) (*key, error) {
 	if found := s.signer(now); found != nil {
 		return found, nil
 	}
-	if _, err := k.add(ctx, s.lastSeq()+1, now); err != nil {
+	if _, err := k.add(ctx, s.lastSeq()+1, now); err != nil && !errors.Is(err, errRaced) {
 		return nil, err
 	}
 	k.forget()
