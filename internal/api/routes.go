@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/checkout"
 	"github.com/tollgate/tollgate/internal/billing/grants"
 	"github.com/tollgate/tollgate/internal/billing/reader"
+	"github.com/tollgate/tollgate/internal/heldanswers"
 	"github.com/tollgate/tollgate/internal/knownusers"
 	"github.com/tollgate/tollgate/internal/problem"
 	"github.com/tollgate/tollgate/internal/ratelimit"
@@ -37,8 +38,10 @@ type Options struct {
 	// Purchases applies the purchases apps report (POST /api/v1/billing/purchases).
 	Purchases Purchases
 	// Grants makes, lists and revokes grants (the service routes …/users/{user_id}/grants).
-	Grants   *grants.Grants
-	Verifier *Verifier
+	Grants *grants.Grants
+	// HeldAnswers signs entitlement tokens (…/entitlements/token).
+	HeldAnswers *heldanswers.Issuer
+	Verifier    *Verifier
 	// Users records the users whose tokens are verified, once per session; nil records none.
 	Users *knownusers.Recorder
 	// Keys checks service keys; nil admits none.
@@ -240,6 +243,7 @@ func (a *API) register(api huma.API) {
 	}, a.recordUserUsage)
 
 	a.registerGrants(api)
+	a.registerEntitlementTokens(api)
 }
 
 // registerGrants is the service API's grant routes.

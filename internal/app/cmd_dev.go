@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tollgate/tollgate/internal/devidentity"
 )
 
@@ -17,7 +19,8 @@ func cmdDevToken(fs *flag.FlagSet) command {
 		required: []string{"email"},
 		help: "Prints a bearer token for the user with that e-mail, and their id, from the development\n" +
 			"identity service (APP_ENV=development, AUTH_URL unset), creating the user if there is none.\n" +
-			"The token is valid for an hour, in any serve process on the same database:\n" +
+			"The token is valid for an hour, in any serve process on the same database, and carries the\n" +
+			"user's billing answer in its tollgate claim, as the access token hook adds it:\n" +
 			"  curl -H \"Authorization: Bearer $TOKEN\" http://localhost:8080/api/v1/me",
 		run: func(ctx context.Context, e env) error {
 			if !e.cfg.DevIdentity {
@@ -28,7 +31,12 @@ func cmdDevToken(fs *flag.FlagSet) command {
 				return err
 			}
 			defer d.Close()
-			dev, err := devidentity.New(ctx, d, e.cfg.AuthURL, e.log)
+			parts, err := newBilling(d, e, prometheus.NewRegistry())
+			if err != nil {
+				return err
+			}
+			held := newHeldAnswers(d, e, parts.reader, nil)
+			dev, err := devidentity.New(ctx, d, e.cfg.AuthURL, e.log, held.hook.Customize)
 			if err != nil {
 				return err
 			}

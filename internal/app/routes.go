@@ -26,6 +26,7 @@ func (s *Server) Handler() http.Handler {
 	}
 
 	s.billing.webhooks.Routes(mux, s.cfg.BillingMount)
+	s.held.routes(mux) // the key set, and the identity service's access token hook
 	if s.devIdentity != nil {
 		mux.Handle(config.DevIdentityPath+"/", s.devIdentity.Handler())
 	}

@@ -65,6 +65,8 @@ type Server struct {
 	devIdentity *devidentity.Service
 	// devPlay is the development stand-in for Google Play; nil unless PlayStore.Dev.
 	devPlay *playdev.Google
+	// held are the entitlement tokens, their keys, and the access token hook.
+	held *heldParts
 }
 
 // NewServer wires a server over an open, migrated database.
@@ -90,11 +92,12 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 		throttles.Close()
 		return nil, err
 	}
+	s.held = newHeldAnswers(d, e, s.billing.reader, registry)
 	// The identity service: the configured one over the network, or the development one
-	// answered in-process.
+	// answered in-process (its tokens carry the tollgate claim, as the hook adds it).
 	var identityClient *http.Client
 	if e.cfg.DevIdentity {
-		if s.devIdentity, err = devidentity.New(ctx, d, e.cfg.AuthURL, e.log); err != nil {
+		if s.devIdentity, err = devidentity.New(ctx, d, e.cfg.AuthURL, e.log, s.held.hook.Customize); err != nil {
 			return nil, err
 		}
 		identityClient = s.devIdentity.Client()
@@ -108,14 +111,15 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	users := knownusers.New(d, e.log)
 	s.serviceKeys = servicekeys.New(d)
 	s.api = api.New(api.Options{
-		Users:     users,
-		Billing:   s.billing.reader,
-		Checkout:  s.billing.checkout,
-		Purchases: s.billing.pipeline,
-		Grants:    s.billing.grants,
-		Keys:      s.serviceKeys,
-		Verifier:  api.NewVerifier(s.keys, api.VerifierOptions{Issuer: e.cfg.AuthJWTIssuer, Audience: e.cfg.AuthJWTAudience, HS256Secret: e.cfg.AuthJWTSecret}),
-		Throttles: throttles,
+		Users:       users,
+		Billing:     s.billing.reader,
+		Checkout:    s.billing.checkout,
+		Purchases:   s.billing.pipeline,
+		Grants:      s.billing.grants,
+		HeldAnswers: s.held.issuer,
+		Keys:        s.serviceKeys,
+		Verifier:    api.NewVerifier(s.keys, api.VerifierOptions{Issuer: e.cfg.AuthJWTIssuer, Audience: e.cfg.AuthJWTAudience, HS256Secret: e.cfg.AuthJWTSecret}),
+		Throttles:   throttles,
 		// In development any localhost origin may call the API until CORS_ORIGINS says
 		// otherwise; elsewhere nothing is allowed until it is set.
 		CORS:      api.CORS{Origins: e.cfg.CORSOrigins, AnyLocalhost: e.cfg.Env == config.Development && len(e.cfg.CORSOrigins) == 0},
@@ -318,6 +322,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	}()
 	go s.billing.reader.ListenForChanges(ctx)
 	go s.serviceKeys.ListenForChanges(ctx, s.env.log)
+	go s.held.keys.ListenForChanges(ctx, s.env.log)
 	delivering := make(chan struct{})
 	go func() {
 		defer close(delivering)

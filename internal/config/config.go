@@ -113,6 +113,9 @@ type Config struct {
 	Reconcile Reconcile
 	// Retention removes stored events past a window (EVENT_RETENTION*, ARCHIVE_DIR).
 	Retention Retention
+	// HeldAnswers are the entitlement token and the access token's claim
+	// (ENTITLEMENT_TOKEN_*, AUTH_HOOK_SECRET).
+	HeldAnswers HeldAnswers
 	// AdminEmails (ADMIN_EMAILS) are the operators whom the console at /admin lets in,
 	// lower-cased; none (or FORMS=off) turns it off.
 	AdminEmails []string
@@ -228,6 +231,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.AdminEmails = loadAdminEmails(get, fail, c.Forms)
 	c.Reconcile = loadReconcile(get, fail)
 	c.Retention = loadRetention(get, fail)
+	c.HeldAnswers = loadHeldAnswers(get, fail)
 	c.Batching = loadBatching(get, fail)
 	c.DevIdentity = c.Env == Development && c.AuthURL == "" && c.AuthJWKSURL == "" && (c.Forms || c.API)
 	if c.DevIdentity {

@@ -30,7 +30,7 @@ type harness struct {
 func newHarness(t *testing.T, d *db.DB) harness {
 	t.Helper()
 	logs := &logcapture.Buffer{}
-	s, err := New(context.Background(), d, base, slog.New(slog.NewJSONHandler(logs, nil)))
+	s, err := New(context.Background(), d, base, slog.New(slog.NewJSONHandler(logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

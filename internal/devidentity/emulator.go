@@ -18,6 +18,7 @@ package devidentity
 import (
 	"context"
 	"crypto/ecdsa"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -74,9 +75,17 @@ type Config struct {
 	Mailer func(ctx context.Context, e Email, code string)
 	// Texter "sends" an SMS code (only with Settings.Phone).
 	Texter func(ctx context.Context, phone, code string)
-	Log    *slog.Logger
+	// AccessTokenHook, when set, customises each access token's claims as Supabase Auth's
+	// Custom Access Token hook does: given the user and the claims, it answers the claims
+	// the token carries.
+	AccessTokenHook AccessTokenHook
+	Log             *slog.Logger
 	Settings
 }
+
+// AccessTokenHook answers the claims of a user's access token, given those the service
+// would issue.
+type AccessTokenHook func(ctx context.Context, userID string, claims json.RawMessage) (json.RawMessage, error)
 
 // Emulator is the emulated identity service.
 type Emulator struct {
@@ -87,6 +96,7 @@ type Emulator struct {
 	kid        string
 	mailer     func(ctx context.Context, e Email, code string)
 	texter     func(ctx context.Context, phone, code string)
+	hook       AccessTokenHook
 	log        *slog.Logger
 
 	mu       sync.Mutex
@@ -119,7 +129,7 @@ func NewEmulator(c Config) (*Emulator, error) {
 	}
 	return &Emulator{
 		Settings: c.Settings, base: strings.TrimRight(c.Base, "/"), path: strings.TrimRight(u.Path, "/"),
-		store: c.Store, key: c.Key, kid: c.KeyID, mailer: c.Mailer, texter: c.Texter, log: c.Log,
+		store: c.Store, key: c.Key, kid: c.KeyID, mailer: c.Mailer, texter: c.Texter, hook: c.AccessTokenHook, log: c.Log,
 		sessions: map[string]*session{}, refresh: map[string]*refresh{}, pending: map[string]*pending{},
 	}, nil
 }

@@ -29,8 +29,9 @@ type Service struct {
 
 // New opens the service over d, creating its signing key on first use. base is the URL it
 // is reached at, such as http://localhost:8080/_dev/auth: the tokens' issuer. Handler
-// serves under base's path, and links may lead back to base's origin only.
-func New(ctx context.Context, d *db.DB, base string, log *slog.Logger) (*Service, error) {
+// serves under base's path, and links may lead back to base's origin only. hook (when not
+// nil) customises its access tokens' claims, as the identity service's hook does.
+func New(ctx context.Context, d *db.DB, base string, log *slog.Logger, hook AccessTokenHook) (*Service, error) {
 	u, err := url.Parse(base)
 	if err != nil || u.Host == "" || u.Path == "" || u.Path == "/" {
 		return nil, fmt.Errorf("development identity service: want a base URL with a path, got %q", base)
@@ -41,7 +42,7 @@ func New(ctx context.Context, d *db.DB, base string, log *slog.Logger) (*Service
 	}
 	origin := strings.TrimSuffix(strings.TrimRight(base, "/"), strings.TrimRight(u.Path, "/"))
 	e, err := NewEmulator(Config{
-		Base: base, Store: dbStore{d}, Key: key, KeyID: kid, Log: log, Mailer: logMail(log),
+		Base: base, Store: dbStore{d}, Key: key, KeyID: kid, Log: log, Mailer: logMail(log), AccessTokenHook: hook,
 		Settings: Settings{Autoconfirm: true, CodesInEmails: true, SiteURL: origin, RedirectOrigins: []string{origin}},
 	})
 	if err != nil {

@@ -1,8 +1,11 @@
 package devidentity
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -98,7 +101,7 @@ func (e *Emulator) sessionResponse(s *session, u User) map[string]any {
 		"app_metadata":  map[string]any{"provider": u.Provider, "providers": []string{u.Provider}},
 		"user_metadata": u.Metadata,
 	}
-	tok := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
+	tok := jwt.NewWithClaims(jwt.SigningMethodES256, e.customised(u.ID, claims))
 	tok.Header["kid"] = e.kid
 	access, err := tok.SignedString(e.key)
 	if err != nil {
@@ -168,4 +171,24 @@ func (e *Emulator) jwks(w http.ResponseWriter, _ *http.Request) {
 		"kty": "EC", "crv": "P-256", "kid": e.kid, "alg": "ES256", "use": "sig", "key_ops": []string{"verify"},
 		"x": base64.RawURLEncoding.EncodeToString(x), "y": base64.RawURLEncoding.EncodeToString(y),
 	}}})
+}
+
+// customised is claims as the access token hook answers them (internal/hooks/v0hooks:
+// the hook's output replaces the claims), or as they are without a hook, or when it fails
+// (the hook of tollgate's own never fails a sign-in).
+func (e *Emulator) customised(userID string, claims jwt.MapClaims) jwt.MapClaims {
+	if e.hook == nil {
+		return claims
+	}
+	input, err := json.Marshal(claims)
+	if err != nil {
+		return claims
+	}
+	output, err := e.hook(context.Background(), userID, input)
+	var customised jwt.MapClaims
+	if err != nil || json.Unmarshal(output, &customised) != nil {
+		e.log.Warn("identity emulator: the access token hook failed; the token carries the claims unchanged", "error", fmt.Sprint(err))
+		return claims
+	}
+	return customised
 }
