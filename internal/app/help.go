@@ -57,10 +57,20 @@ func groupOf(group string) []spec {
 	return out
 }
 
+// groupNotes are what a group's usage says beside its commands.
+var groupNotes = map[string]string{
+	"keys": "Service keys (tgk_…) let trusted backends call the service API. tollgate's own signing keys,\n" +
+		"which sign entitlement tokens, are another thing: see \"tollgate help signing-keys\".",
+	"signing-keys": signingKeysNote,
+}
+
 func groupUsage(group string, specs []spec) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Usage:\n  tollgate %s COMMAND [flags]\n\nCommands:\n", group)
 	listCommands(&b, specs)
+	if note := groupNotes[group]; note != "" {
+		fmt.Fprintf(&b, "\n%s\n", note)
+	}
 	fmt.Fprintf(&b, "\n\"tollgate help %s COMMAND\" describes a command.\n", group)
 	return b.String()
 }

@@ -38,7 +38,7 @@ func (s set) listed(k *key, now time.Time) Key {
 // Rotate adds a key, published at once. It signs after MaxAge — when every verifier that
 // cached the key set before it was added has read it again — or at once when now is set
 // (a verifier then meets its kid before its cached set expires, and must read the set
-// again to know it). The key it supersedes stays published until the last exp it signed.
+// again to know it), as it does when no key signs yet. The key it supersedes stays published until the last exp it signed.
 func (k *Keys) Rotate(ctx context.Context, now bool) (Key, error) {
 	for try := 0; ; try++ {
 		k.forget()
@@ -47,8 +47,8 @@ func (k *Keys) Rotate(ctx context.Context, now bool) (Key, error) {
 			return Key{}, err
 		}
 		signsFrom := k.now().Add(MaxAge)
-		if now {
-			signsFrom = k.now()
+		if now || s.signer(k.now()) == nil { // nothing signs yet: no verifier waits for it
+			signsFrom, now = k.now(), true
 		}
 		added, err := k.add(ctx, s.lastSeq()+1, signsFrom)
 		if errors.Is(err, errRaced) && try < 3 {
