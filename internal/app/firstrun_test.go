@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // screenshotAtWidths takes the page at a desktop and a phone width, for people to look at.
@@ -117,6 +118,15 @@ func TestBrowserFirstRunWithoutAccounts(t *testing.T) {
 	run("account page, Pro", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("dl.account")), screenshotAtWidths("first-run-pro"))
 	if !strings.Contains(textOf("dl.account"), "Pro") {
 		t.Fatalf("account page after the webhook: %q", textOf("dl.account"))
+	}
+	// The development identity's access tokens carry the plan, as the hook adds it.
+	again := regexp.MustCompile(`(?m)^access_token: (\S+)$`).FindStringSubmatch(tollgate("dev", "token", "--email", email))
+	claims := jwt.MapClaims{}
+	if _, _, err := jwt.NewParser().ParseUnverified(again[1], claims); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := claims["tollgate"].(map[string]any); held == nil || held["plan"].(map[string]any)["key"] != "pro" || held["valid_until"] == nil {
+		t.Fatalf("dev token's claims %v: want tollgate with plan pro and valid_until", claims)
 	}
 }
 
