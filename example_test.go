@@ -55,10 +55,12 @@ func ExampleApp_API() {
 	// /api/v1/billing/portal
 	// /api/v1/billing/purchases
 	// /api/v1/billing/sync
+	// /api/v1/entitlements/token
 	// /api/v1/hello
 	// /api/v1/me
 	// /api/v1/usage/{name}
 	// /api/v1/users/{user_id}/entitlements
+	// /api/v1/users/{user_id}/entitlements/token
 	// /api/v1/users/{user_id}/grants
 	// /api/v1/users/{user_id}/grants/{grant_id}
 	// /api/v1/users/{user_id}/usage/{name}

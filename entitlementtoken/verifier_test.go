@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -225,5 +226,20 @@ func TestAVerifiedTokenIsKeptUntilItsExp(t *testing.T) {
 	now.Add(int64(time.Minute + entitlementtoken.Leeway + time.Second))
 	if _, err := v.Verify(context.Background(), token); !errors.Is(err, entitlementtoken.ErrInvalid) || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("after exp: %v", err)
+	}
+}
+
+// TestThePackageStandsAlone: the verifier needs the standard library and one JOSE library,
+// nothing else of tollgate's (a backend imports it without the rest).
+func TestThePackageStandsAlone(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{join .Deps "\n"}}`, "github.com/tollgate/tollgate/entitlementtoken").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		first, _, _ := strings.Cut(dep, "/")
+		if strings.Contains(first, ".") && !strings.HasPrefix(dep, "github.com/golang-jwt/jwt/v5") {
+			t.Errorf("entitlementtoken depends on %s", dep)
+		}
 	}
 }

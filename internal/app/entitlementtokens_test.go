@@ -60,7 +60,9 @@ func standardKeyfunc(t *testing.T, jwksURL string) jwt.Keyfunc {
 			return nil, err
 		}
 		defer resp.Body.Close()
-		var set struct{ Keys []struct{ Kid, Kty, Crv, X, Y string } }
+		var set struct {
+			Keys []struct{ Kid, Kty, Crv, X, Y string }
+		}
 		if err := json.NewDecoder(resp.Body).Decode(&set); err != nil {
 			return nil, err
 		}

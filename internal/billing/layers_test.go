@@ -31,6 +31,8 @@ var layers = map[string]int{
 	"internal/billing/reconcile": 4, // the pipeline against a provider's API, on a schedule
 	"internal/billing/grants":    4, // grants made, listed and ended
 	"internal/billing/retention": 4, // old events removed, archived, exported
+	"internal/heldanswers":       4, // the answers apps hold, from the reader
+	"internal/authhook":          5,
 	"internal/api":               5, // surfaces
 	"internal/web":               5,
 	"internal/app":               6,
