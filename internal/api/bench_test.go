@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
@@ -32,12 +33,18 @@ const benchSenders = 16
 
 // serveParallel sends GETs with the same Authorization to url from 16 concurrent senders.
 func serveParallel(b *testing.B, url, authorization string) {
+	sendParallel(b, http.MethodGet, url, authorization)
+}
+
+// sendParallel sends requests of method with the same Authorization to url from 16
+// concurrent senders.
+func sendParallel(b *testing.B, method, url, authorization string) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * benchSenders}}
 	b.SetParallelism(max(1, benchSenders/runtime.GOMAXPROCS(0)))
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			req, _ := http.NewRequest(http.MethodGet, url, nil)
+			req, _ := http.NewRequest(method, url, nil)
 			req.Header.Set("Authorization", authorization)
 			resp, err := client.Do(req)
 			if err != nil {
@@ -112,6 +119,50 @@ func BenchmarkMe(b *testing.B) {
 		srv := httptest.NewServer(h.handler)
 		defer srv.Close()
 		serveParallel(b, srv.URL+"/api/v1/me", token)
+	})
+}
+
+// BenchmarkEntitlementToken: POST /api/v1/entitlements/token against GET /api/v1/me in the
+// same run, on Postgres with answers kept (as serve keeps them): the same user asking again
+// is handed the same token while the answer and the key are unchanged. "sign" is the cost of
+// a token signed anew (a user not seen before), without HTTP. Reports x-me, the token's
+// rate over /me's.
+//
+//	TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench EntitlementToken -benchtime 3s ./internal/api
+func BenchmarkEntitlementToken(b *testing.B) {
+	cfg := benchLimits
+	cfg.db, cfg.answersMaxAge = dbtest.Postgres(b), 30*time.Second
+	h := newHarness(b, cfg)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go h.signingKeys.ListenForChanges(ctx, slog.New(slog.DiscardHandler)) // as serve keeps the keys
+	go h.billing.ListenForChanges(ctx)
+	token := bearer(h.key.mint(b, validClaims()))
+	srv := httptest.NewServer(h.handler)
+	defer srv.Close()
+	var meRate float64
+	b.Run("me", func(b *testing.B) {
+		serveParallel(b, srv.URL+"/api/v1/me", token)
+		meRate = float64(b.N) / b.Elapsed().Seconds()
+	})
+	b.Run("token", func(b *testing.B) {
+		sendParallel(b, http.MethodPost, srv.URL+"/api/v1/entitlements/token", token)
+		if meRate > 0 {
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/meRate, "x-me")
+		}
+	})
+	b.Run("sign", func(b *testing.B) {
+		var n atomic.Int64
+		b.SetParallelism(max(1, benchSenders/runtime.GOMAXPROCS(0)))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := h.held.Token(ctx, fmt.Sprintf("bench-user-%d", n.Add(1))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 	})
 }
 

@@ -33,9 +33,11 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/heldanswers"
 	"github.com/tollgate/tollgate/internal/logcapture"
 	"github.com/tollgate/tollgate/internal/ratelimit"
 	"github.com/tollgate/tollgate/internal/servicekeys"
+	"github.com/tollgate/tollgate/internal/signingkeys"
 )
 
 const (
@@ -157,6 +159,8 @@ type harness struct {
 	billing     *reader.Reader
 	pipeline    *pipeline.Pipeline
 	serviceKeys *servicekeys.Keys
+	held        *heldanswers.Issuer
+	signingKeys *signingkeys.Keys
 	handler     http.Handler
 	logs        *logcapture.Buffer
 	key         signingKey
@@ -206,6 +210,9 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 	}
 	purchases := checkout.New(d, log, h.billing, checkoutOpts)
 	h.serviceKeys = servicekeys.New(d)
+	h.signingKeys = signingkeys.New(d, nil)
+	h.held = heldanswers.New(heldanswers.Options{Answers: h.billing, Keys: h.signingKeys, Issuer: "https://billing.example.test",
+		Audience: "tollgate", TTL: 15 * time.Minute, Log: log})
 	if cfg.plans == "" {
 		cfg.plans = `
 plans:
@@ -230,7 +237,7 @@ plans:
 	}
 	t.Cleanup(func() { h.throttles.Close() })
 	mux := http.NewServeMux()
-	New(Options{Billing: h.billing, Checkout: purchases, Purchases: h.pipeline, Grants: grants.New(d, h.pipeline, log, cfg.clock), Verifier: h.verifier, Keys: h.serviceKeys, Throttles: h.throttles, CORS: cfg.cors, SwaggerUI: true, Log: log,
+	New(Options{Billing: h.billing, Checkout: purchases, Purchases: h.pipeline, Grants: grants.New(d, h.pipeline, log, cfg.clock), Verifier: h.verifier, Keys: h.serviceKeys, HeldAnswers: h.held, Throttles: h.throttles, CORS: cfg.cors, SwaggerUI: true, Log: log,
 		PerIP: cfg.perIP, PerToken: cfg.perToken}).Routes(mux)
 	h.handler = mux
 	return h
