@@ -278,6 +278,9 @@ func TestSigningKeysAcrossInstances(t *testing.T) {
 	if !strings.Contains(out, "added ") || jwks(one) != jwks(other) {
 		t.Fatalf("rotate said %q; sets %s, %s", out, jwks(one), jwks(other))
 	}
+	if _, audited, _ := runCmd(ctx, one, "audit", "list"); !strings.Contains(audited, "signing-keys rotate") {
+		t.Fatalf("the rotation is not in the audit log:\n%s", audited)
+	}
 	if _, err := verifyStandard(t, one, old); err != nil {
 		t.Fatalf("a token signed before the rotation: %v", err)
 	}

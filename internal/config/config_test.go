@@ -392,3 +392,36 @@ func TestRetention(t *testing.T) {
 		}
 	}
 }
+
+func TestHeldAnswers(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil || c.HeldAnswers.TTL != 15*time.Minute || c.HeldAnswers.Audience != "tollgate" || c.HeldAnswers.HookSecrets != nil {
+		t.Fatalf("default: %+v %v", c.HeldAnswers, err)
+	}
+	// As Supabase shows them: v1,whsec_ and base64; two during a rotation, separated by |.
+	c, err = Load(env(map[string]string{"ENTITLEMENT_TOKEN_TTL": "10s", "ENTITLEMENT_TOKEN_AUDIENCE": "my-backend",
+		"AUTH_HOOK_SECRET": "v1,whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY= | whsec_ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA="}))
+	if err != nil || c.HeldAnswers.TTL != 10*time.Second || c.HeldAnswers.Audience != "my-backend" || len(c.HeldAnswers.HookSecrets) != 2 ||
+		string(c.HeldAnswers.HookSecrets[0]) != "0123456789abcdef0123456789abcdef" {
+		t.Fatalf("set: %+v %v", c.HeldAnswers, err)
+	}
+	for _, tc := range []struct {
+		vars map[string]string
+		name string
+	}{
+		{map[string]string{"ENTITLEMENT_TOKEN_TTL": "5s"}, "ENTITLEMENT_TOKEN_TTL"},
+		{map[string]string{"ENTITLEMENT_TOKEN_TTL": "25h"}, "ENTITLEMENT_TOKEN_TTL"},
+		{map[string]string{"ENTITLEMENT_TOKEN_TTL": "a while"}, "ENTITLEMENT_TOKEN_TTL"},
+		{map[string]string{"AUTH_HOOK_SECRET": "my-secret"}, "AUTH_HOOK_SECRET"},
+		{map[string]string{"AUTH_HOOK_SECRET": "v1,whsec_not base64!"}, "AUTH_HOOK_SECRET"},
+		{map[string]string{"AUTH_HOOK_SECRET": "v1,whsec_c2hvcnQ="}, "AUTH_HOOK_SECRET"}, // 5 bytes
+	} {
+		_, err := Load(env(tc.vars))
+		if err == nil || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%v: %v, want a refusal naming %s", tc.vars, err, tc.name)
+		}
+		if secret := tc.vars["AUTH_HOOK_SECRET"]; err != nil && secret != "" && strings.Contains(err.Error(), secret) {
+			t.Errorf("the refusal repeats the secret: %v", err)
+		}
+	}
+}
