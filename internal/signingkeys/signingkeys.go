@@ -105,25 +105,24 @@ func (k *Keys) JWKS(ctx context.Context) ([]byte, error) {
 // makes one that signs at once. Processes racing to make it agree on one (the step's
 // unique seq), and each signs with the one stored.
 func (k *Keys) signer(ctx context.Context) (*key, error) {
-	s, err := k.read(ctx)
-	if err != nil {
-		return nil, err
+	for try := 0; ; try++ {
+		s, err := k.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		now := k.now()
+		if found := s.signer(now); found != nil {
+			return found, nil
+		}
+		if try == 3 {
+			return nil, errors.New("no signing key could be made: other processes kept adding keys")
+		}
+		// A step taken meanwhile (the set held was old) is no error: read it and look again.
+		if _, err := k.add(ctx, s.lastSeq()+1, now); err != nil && !errors.Is(err, errRaced) {
+			return nil, err
+		}
+		k.forget()
 	}
-	now := k.now()
-	if found := s.signer(now); found != nil {
-		return found, nil
-	}
-	if _, err := k.add(ctx, s.lastSeq()+1, now); err != nil && !errors.Is(err, errRaced) {
-		return nil, err
-	}
-	k.forget()
-	if s, err = k.read(ctx); err != nil {
-		return nil, err
-	}
-	if found := s.signer(now); found != nil {
-		return found, nil
-	}
-	return nil, errors.New("no signing key could be made")
 }
 
 // extend writes that signer may have signed until exp (and headroom more), unless this
