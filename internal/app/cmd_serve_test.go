@@ -22,13 +22,14 @@ func TestServeStartUpLines(t *testing.T) {
 			`msg="tollgate is running" url=http://127.0.0.1:`, "database=\"sqlite ", "web_ingestion=webhook",
 			"level=WARN msg=\"no " + DevEnvFile + " at ", "level=WARN msg=\"development identity service on http://127.0.0.1:",
 			"level=WARN msg=\"no plans file at PLANS_FILE=no/such/plans.yml",
-			`providers="web,mobile,playstore (development stand-in)" console=off reconcile=off outbound_webhooks=off`,
+			`providers="web,mobile,playstore (development stand-in)" console=off reconcile=off outbound_webhooks=off access_token_hook=off`,
 			"level=WARN msg=\"Google Play through the development stand-in on ",
 		}, []string{"plans without prices", "no AUTH_URL"}},
 		{"production billing only, with reconciliation and outbound webhooks", billingOnlyProduction(map[string]string{
 			"LOG_FORMAT": "text", "WEB_API_KEY": "sk_test_unused", "WEB_API_BASE": "http://127.0.0.1:1", "RECONCILE_INTERVAL": "6h", "OUTBOUND_WEBHOOK_URL": "https://backend.example.test/hook",
 			"OUTBOUND_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "APPSTORE_BUNDLE_ID": "com.example.app",
-		}), []string{`providers=web,mobile,appstore console=off reconcile="web every 6h0m0s" outbound_webhooks=on`}, []string{"development stand-in"}},
+			"AUTH_HOOK_SECRET": "v1,whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		}), []string{`providers=web,mobile,appstore console=off reconcile="web every 6h0m0s" outbound_webhooks=on access_token_hook=on`}, []string{"development stand-in", "whsec_MDEy"}},
 		{"test without an identity service", nil, []string{"level=WARN msg=\"no AUTH_URL: the sign-in forms and /api/v1 cannot work"},
 			[]string{"development identity service"}},
 		{"a plan no price reaches", map[string]string{"PLANS_FILE": unpriced, "AUTH_URL": "http://127.0.0.1:1"}, []string{

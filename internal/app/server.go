@@ -345,7 +345,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	s.env.log.Info("tollgate is running", "url", localURL(listener.Addr()), "public_url", s.cfg.PublicURL, "env", s.cfg.Env,
 		"database", db.Describe(s.cfg.DatabaseURL), "web_ingestion", s.cfg.WebIngestion, "forms", onOff(s.cfg.Forms), "api", onOff(s.cfg.API),
 		"providers", s.providersOn(), "console", onOff(s.console != nil), "reconcile", s.reconcileSetting(),
-		"outbound_webhooks", onOff(s.cfg.OutboundWebhookURL != ""))
+		"outbound_webhooks", onOff(s.cfg.OutboundWebhookURL != ""), "access_token_hook", onOff(len(s.cfg.HeldAnswers.HookSecrets) > 0))
 	// The listeners are bound already; serving starts once the start-up lines are written, so
 	// that whoever sees the server answer finds them in its log.
 	errc := make(chan error, len(servers))
