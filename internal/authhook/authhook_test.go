@@ -178,7 +178,7 @@ func TestTheHookNeverFailsASignIn(t *testing.T) {
 			for range 2 {
 				start := time.Now()
 				rec := serve(h, signedRequest(t, supabaseInput, time.Now(), secret))
-				if took := time.Since(start); rec.Code != http.StatusOK || took > ReadWithin+500*time.Millisecond {
+				if took := time.Since(start); rec.Code != http.StatusOK || took > 2*time.Second {
 					t.Fatalf("%d after %v", rec.Code, took)
 				}
 				if want := `{"claims":` + string(in.Claims) + `}`; rec.Body.String() != want {
