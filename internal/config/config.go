@@ -8,10 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -133,223 +131,78 @@ type Config struct {
 
 // Load reads the configuration through getenv. It returns every problem found, joined.
 func Load(getenv func(string) string) (Config, error) {
-	var errs []error
-	get := func(name, def string) string {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			return v
-		}
-		return def
-	}
-	fail := func(name, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
-	}
-	boolean := func(name string, def bool) bool {
-		raw := get(name, "")
-		if raw == "" {
-			return def
-		}
-		switch strings.ToLower(raw) {
-		case "on", "yes":
-			return true
-		case "off", "no":
-			return false
-		}
-		v, err := strconv.ParseBool(raw)
-		if err != nil {
-			fail(name, "want on or off (true or false), got %q", raw)
-			return def
-		}
-		return v
-	}
-
-	c := Config{Env: get("APP_ENV", Development)}
+	v := &vars{getenv: getenv}
+	c := Config{Env: v.get("APP_ENV", Development)}
 	switch c.Env {
 	case Development, Test, Production:
 	default:
-		fail("APP_ENV", "want development, test or production, got %q", c.Env)
+		v.fail("APP_ENV", "want development, test or production, got %q", c.Env)
 	}
-	dev := c.Env != Production
+	loadProcess(v, &c)
+	loadIdentity(v, &c)
+	c.AdminEmails = loadAdminEmails(v.get, v.fail, c.Forms)
+	c.Reconcile = loadReconcile(v.get, v.fail)
+	c.Retention = loadRetention(v.get, v.fail)
+	c.HeldAnswers = loadHeldAnswers(v.get, v.fail)
+	c.Batching = loadBatching(v.get, v.fail)
+	loadBilling(v, &c)
+	loadOutbound(v, &c)
+	loadHTTP(v, &c)
+	loadLook(v, &c)
+	return c, errors.Join(v.errs...)
+}
 
-	// In development the server listens on loopback only: a laptop on a café network
-	// should not serve its sign-in forms to the room.
-	host := ""
-	if c.Env == Development {
-		host = "127.0.0.1"
-	}
-	c.Addr = get("ADDR", host+":"+get("PORT", "8080"))
-	// Unset, PUBLIC_URL is this machine at the listening port, so that links, redirects and
-	// "tollgate webhook send" follow PORT or ADDR.
-	port := "8080"
-	if _, p, err := net.SplitHostPort(c.Addr); err == nil && p != "" {
-		port = p
-	}
-	c.PublicURL = strings.TrimRight(get("PUBLIC_URL", "http://localhost:"+port), "/")
-	c.DatabaseURL = get("DATABASE_URL", "sqlite:tollgate.db")
-	if path, ok := strings.CutPrefix(c.DatabaseURL, "sqlite://"); ok {
-		// A URL with an authority (sqlite://tollgate.db): SQLite would refuse it with an error
-		// that shows its driver options, not the fix.
-		fail("DATABASE_URL", "want sqlite:PATH, without slashes after the colon (sqlite:%s for a file here)", path)
-	} else if !strings.HasPrefix(c.DatabaseURL, "sqlite:") && !strings.HasPrefix(c.DatabaseURL, "postgres://") &&
-		!strings.HasPrefix(c.DatabaseURL, "postgresql://") {
-		// The value may hold a password: name the variable, not the value.
-		fail("DATABASE_URL", "want sqlite:PATH or a postgres:// URL")
-	}
-	c.AutoMigrate = boolean("AUTO_MIGRATE", true)
-	duration := func(name string, def time.Duration) time.Duration {
-		raw := get(name, "")
-		if raw == "" {
-			return def
-		}
-		d, err := time.ParseDuration(raw)
-		if err != nil || d <= 0 {
-			fail(name, "want a positive duration such as 5s, got %q", raw)
-			return def
-		}
-		return d
-	}
-	c.DBTimeout = duration("DB_TIMEOUT", 5*time.Second)
-	if raw := get("BILLING_ANSWER_MAX_AGE", ""); raw == "0" {
-		c.BillingAnswerMaxAge = 0
-	} else {
-		c.BillingAnswerMaxAge = duration("BILLING_ANSWER_MAX_AGE", 30*time.Second)
-	}
-	c.ShutdownTimeout = duration("SHUTDOWN_TIMEOUT", 25*time.Second)
-	c.MetricsAddr = get("METRICS_ADDR", "")
-	switch fds, pid := get("LISTEN_FDS", ""), get("LISTEN_PID", ""); {
-	case fds == "":
-	case fds != "1":
-		fail("LISTEN_FDS", "want 1 (one listening socket, file descriptor 3), got %q", fds)
-	case pid == "" || pid == strconv.Itoa(os.Getpid()):
-		c.ListenFD = true
-	}
+// vars reads the environment's variables, collecting every problem found.
+type vars struct {
+	getenv func(string) string
+	errs   []error
+}
 
-	c.AuthURL = strings.TrimRight(get("AUTH_URL", ""), "/")
-	c.AuthAPIKey = get("AUTH_API_KEY", "")
-	c.AuthJWKSURL = get("AUTH_JWKS_URL", "")
-	c.Forms = boolean("FORMS", true)
-	c.API = boolean("API", true)
-	c.AdminEmails = loadAdminEmails(get, fail, c.Forms)
-	c.Reconcile = loadReconcile(get, fail)
-	c.Retention = loadRetention(get, fail)
-	c.HeldAnswers = loadHeldAnswers(get, fail)
-	c.Batching = loadBatching(get, fail)
-	c.DevIdentity = c.Env == Development && c.AuthURL == "" && c.AuthJWKSURL == "" && (c.Forms || c.API)
-	if c.DevIdentity {
-		c.AuthURL = c.PublicURL + DevIdentityPath
+// get is the variable's value, trimmed, or def when it is unset or blank.
+func (v *vars) get(name, def string) string {
+	if value := strings.TrimSpace(v.getenv(name)); value != "" {
+		return value
 	}
-	if c.AuthJWKSURL == "" && c.AuthURL != "" {
-		c.AuthJWKSURL = c.AuthURL + "/.well-known/jwks.json"
-	}
-	c.AuthJWTIssuer = get("AUTH_JWT_ISSUER", c.AuthURL)
-	c.AuthJWTAudience = get("AUTH_JWT_AUDIENCE", "authenticated")
-	c.AuthJWTSecret = get("AUTH_JWT_SECRET", "")
+	return def
+}
 
-	c.WebIngestion = get("WEB_INGESTION", IngestWebhook)
-	switch c.WebIngestion {
-	case IngestWebhook, IngestSyncEngine:
-	default:
-		fail("WEB_INGESTION", "want webhook or sync_engine, got %q", c.WebIngestion)
+// fail records a problem with the variable name; format never quotes a secret.
+func (v *vars) fail(name, format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+}
+
+// boolean reads on/off, yes/no or a Go boolean.
+func (v *vars) boolean(name string, def bool) bool {
+	raw := v.get(name, "")
+	if raw == "" {
+		return def
 	}
-	c.WebWebhookSecret = get("WEB_WEBHOOK_SECRET", "")
-	c.MobileWebhookSecret = get("MOBILE_WEBHOOK_SECRET", "")
-	c.SyncEngineSchema = get("SYNC_ENGINE_SCHEMA", "stripe")
-	if !isIdentifier(c.SyncEngineSchema) {
-		fail("SYNC_ENGINE_SCHEMA", "want a plain SQL identifier, got %q", c.SyncEngineSchema)
+	switch strings.ToLower(raw) {
+	case "on", "yes":
+		return true
+	case "off", "no":
+		return false
 	}
-	c.BillingMount = strings.Trim(get("BILLING_MOUNT", "billing"), "/")
-	if c.BillingMount == "" || strings.ContainsAny(c.BillingMount, "/?#{} ") {
-		fail("BILLING_MOUNT", "want a single path segment, got %q", c.BillingMount)
-	}
-	maxBody, err := ParseSize(get("WEBHOOK_MAX_BODY", "1MiB"))
+	b, err := strconv.ParseBool(raw)
 	if err != nil {
-		fail("WEBHOOK_MAX_BODY", "%v", err)
+		v.fail(name, "want on or off (true or false), got %q", raw)
+		return def
 	}
-	c.WebhookMaxBody = maxBody
-	c.MobileEventAliases, err = parseAliases(get("MOBILE_EVENT_ALIASES", "subscription_renewal_cancelled=subscription_cancelled"))
-	if err != nil {
-		fail("MOBILE_EVENT_ALIASES", "%v", err)
-	}
-	c.PlansFile = get("PLANS_FILE", "config/plans.yml")
-	c.AppStore = loadAppStore(get, fail)
-	c.PlayStore = loadPlayStore(get, fail)
-	if c.Env == Development && c.PlayStore.PackageName == "" && isLoopbackAddr(c.Addr) {
-		c.PlayStore = devPlayStore(c.PublicURL, c.BillingMount)
-	}
-	c.WebAPIKey = get("WEB_API_KEY", "")
-	c.WebAPIBase = strings.TrimRight(get("WEB_API_BASE", "https://api.stripe.com"), "/")
-	if u, err := url.Parse(c.WebAPIBase); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		fail("WEB_API_BASE", "want the provider API's base URL, such as https://api.stripe.com, got %q", c.WebAPIBase)
-	}
-	for _, origin := range splitList(get("CHECKOUT_REDIRECT_ORIGINS", "")) {
-		u, err := url.Parse(origin)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.TrimRight(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil {
-			fail("CHECKOUT_REDIRECT_ORIGINS", "want origins such as https://app.example.com, got %q", origin)
-			continue
-		}
-		c.CheckoutRedirectOrigins = append(c.CheckoutRedirectOrigins, strings.TrimRight(origin, "/"))
-	}
+	return b
+}
 
-	c.OutboundWebhookURL = get("OUTBOUND_WEBHOOK_URL", "")
-	if c.OutboundWebhookURL != "" {
-		switch u, err := url.Parse(c.OutboundWebhookURL); {
-		case err == nil && u.User != nil: // not quoted: it holds a password
-			fail("OUTBOUND_WEBHOOK_URL", "want the http(s) URL of your backend's endpoint, without credentials (put a token in the path or query)")
-		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
-			fail("OUTBOUND_WEBHOOK_URL", "want the http(s) URL of your backend's endpoint, got %q", c.OutboundWebhookURL)
-		}
-		secret, err := parseWebhookSecret(get("OUTBOUND_WEBHOOK_SECRET", ""))
-		if err != nil {
-			fail("OUTBOUND_WEBHOOK_SECRET", "%v", err)
-		}
-		c.OutboundWebhookSecret = secret
+// duration reads a positive Go duration.
+func (v *vars) duration(name string, def time.Duration) time.Duration {
+	raw := v.get(name, "")
+	if raw == "" {
+		return def
 	}
-	c.OutboundWebhookTimeout = duration("OUTBOUND_WEBHOOK_TIMEOUT", 10*time.Second)
-	if c.OutboundWebhookTimeout > time.Minute {
-		fail("OUTBOUND_WEBHOOK_TIMEOUT", "want at most 1m: a crashed instance's deliveries wait three of them, got %s", c.OutboundWebhookTimeout)
+	d, err := time.ParseDuration(raw)
+	if err != nil || d <= 0 {
+		v.fail(name, "want a positive duration such as 5s, got %q", raw)
+		return def
 	}
-
-	if raw := get("CORS_ORIGINS", ""); raw != "" {
-		c.CORSOrigins = splitList(raw)
-	}
-	c.SwaggerUIEnabled = boolean("SWAGGER_UI_ENABLED", dev)
-	c.OAuthProviders = splitList(get("OAUTH_PROVIDERS", ""))
-	c.RedisURL = get("REDIS_URL", "")
-	for _, raw := range splitList(get("TRUSTED_PROXIES", "")) {
-		p, err := netip.ParsePrefix(raw)
-		if err != nil {
-			addr, aerr := netip.ParseAddr(raw)
-			if aerr != nil {
-				fail("TRUSTED_PROXIES", "%q is not a CIDR or address", raw)
-				continue
-			}
-			p = netip.PrefixFrom(addr, addr.BitLen())
-		}
-		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
-	}
-
-	c.AppName = get("APP_NAME", "tollgate")
-	c.BrandColor = get("BRAND_COLOR", "#2f5bea")
-	if !isHexColor(c.BrandColor) {
-		fail("BRAND_COLOR", "want a hex colour such as #4f46e5, got %q", c.BrandColor)
-	}
-	c.BrandLogoURL = get("BRAND_LOGO_URL", "")
-	if c.BrandLogoURL != "" && !isLogoURL(c.BrandLogoURL) {
-		fail("BRAND_LOGO_URL", "want an https:// or http:// URL or a path starting with /, got %q", c.BrandLogoURL)
-	}
-	c.TemplatesDir = get("TEMPLATES_DIR", "")
-
-	if err := c.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL", "info"))); err != nil {
-		fail("LOG_LEVEL", "want debug, info, warn or error")
-	}
-	defFormat := "text"
-	if !dev {
-		defFormat = "json"
-	}
-	c.LogFormat = get("LOG_FORMAT", defFormat)
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		fail("LOG_FORMAT", "want text or json, got %q", c.LogFormat)
-	}
-	return c, errors.Join(errs...)
+	return d
 }
 
 func isHexColor(s string) bool {
