@@ -3,9 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"net/http"
-
-	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/tollgate/tollgate/internal/heldanswers"
 )
@@ -22,37 +19,19 @@ const entitlementTokenDescription = "A short-lived signed entitlement token: a c
 	"period's, a trial's or a grant's end). The same token may be answered again while the answer and the signing key " +
 	"are unchanged and most of its life is left. It is not an API bearer token."
 
-// registerEntitlementTokens is the entitlement token routes: the user's own, and any
-// user's for trusted backends.
-func (a *API) registerEntitlementTokens(api huma.API) {
-	huma.Register(api, huma.Operation{
-		OperationID: "create-entitlement-token",
-		Method:      http.MethodPost,
-		Path:        "/api/v1/entitlements/token",
-		Summary:     "A signed entitlement token for the current user",
-		Description: entitlementTokenDescription,
-		Tags:        []string{"account"},
-		Security:    forUsers,
-		Errors:      []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
-	}, func(ctx context.Context, _ *struct{}) (*entitlementTokenOutput, error) {
-		user, _ := CurrentUser(ctx)
-		return a.entitlementToken(ctx, user.ID)
-	})
-	huma.Register(api, huma.Operation{
-		OperationID: "create-user-entitlement-token",
-		Method:      http.MethodPost,
-		Path:        "/api/v1/users/{user_id}/entitlements/token",
-		Summary:     "A signed entitlement token for any user, for trusted backends",
-		Description: entitlementTokenDescription + " Needs a service key; a user's bearer token is 403.",
-		Tags:        []string{"service"},
-		Security:    forServices,
-		Errors:      []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
-	}, func(ctx context.Context, in *userPath) (*entitlementTokenOutput, error) {
-		return a.entitlementToken(ctx, in.UserID)
-	})
+// entitlementToken is POST /api/v1/entitlements/token: the token holder's.
+func (a *API) entitlementToken(ctx context.Context, _ *struct{}) (*entitlementTokenOutput, error) {
+	user, _ := CurrentUser(ctx)
+	return a.mintEntitlementToken(ctx, user.ID)
 }
 
-func (a *API) entitlementToken(ctx context.Context, userID string) (*entitlementTokenOutput, error) {
+// userEntitlementToken is POST …/users/{user_id}/entitlements/token: any user's, for a
+// service key.
+func (a *API) userEntitlementToken(ctx context.Context, in *userPath) (*entitlementTokenOutput, error) {
+	return a.mintEntitlementToken(ctx, in.UserID)
+}
+
+func (a *API) mintEntitlementToken(ctx context.Context, userID string) (*entitlementTokenOutput, error) {
 	if a.opts.HeldAnswers == nil {
 		return nil, a.fail(ctx, errors.New("no entitlement token issuer is wired into this API"))
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/heldanswers"
 	"github.com/tollgate/tollgate/internal/knownusers"
-	"github.com/tollgate/tollgate/internal/problem"
 	"github.com/tollgate/tollgate/internal/ratelimit"
 	"github.com/tollgate/tollgate/internal/route"
 	"github.com/tollgate/tollgate/internal/servicekeys"
@@ -127,10 +126,18 @@ var (
 	forServices = []map[string][]string{{schemeService: {}}}
 )
 
-// register is the /api/v1 URL table.
+// register is the /api/v1 URL table: the user's own operations, purchases, and the
+// service API of trusted backends.
 func (a *API) register(api huma.API) {
 	api.UseMiddleware(a.admitCredential)
+	a.registerAccount(api)
+	a.registerBilling(api)
+	a.registerService(api)
+	a.registerGrants(api)
+}
 
+// registerAccount is the token holder's own answer, usage and entitlement token.
+func (a *API) registerAccount(api huma.API) {
 	huma.Register(api, describedBy[meOutput](api, huma.Operation{
 		OperationID: "get-me",
 		Method:      http.MethodGet,
@@ -157,6 +164,20 @@ func (a *API) register(api huma.API) {
 		Errors:   []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}, a.recordUsage)
 
+	huma.Register(api, huma.Operation{
+		OperationID: "create-entitlement-token",
+		Method:      http.MethodPost,
+		Path:        "/api/v1/entitlements/token",
+		Summary:     "A signed entitlement token for the current user",
+		Description: entitlementTokenDescription,
+		Tags:        []string{"account"},
+		Security:    forUsers,
+		Errors:      []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
+	}, a.entitlementToken)
+}
+
+// registerBilling is the token holder's purchases: started, read back, reported.
+func (a *API) registerBilling(api huma.API) {
 	huma.Register(api, huma.Operation{
 		OperationID: "create-checkout",
 		Method:      http.MethodPost,
@@ -218,7 +239,10 @@ func (a *API) register(api huma.API) {
 		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity,
 			http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}), a.purchase)
+}
 
+// registerService is the service API's reads and usage, for any user.
+func (a *API) registerService(api huma.API) {
 	huma.Register(api, describedBy[userEntitlementsOutput](api, huma.Operation{
 		OperationID: "get-user-entitlements",
 		Method:      http.MethodGet,
@@ -242,8 +266,16 @@ func (a *API) register(api huma.API) {
 		Errors:      []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}, a.recordUserUsage)
 
-	a.registerGrants(api)
-	a.registerEntitlementTokens(api)
+	huma.Register(api, huma.Operation{
+		OperationID: "create-user-entitlement-token",
+		Method:      http.MethodPost,
+		Path:        "/api/v1/users/{user_id}/entitlements/token",
+		Summary:     "A signed entitlement token for any user, for trusted backends",
+		Description: entitlementTokenDescription + " Needs a service key; a user's bearer token is 403.",
+		Tags:        []string{"service"},
+		Security:    forServices,
+		Errors:      []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
+	}, a.userEntitlementToken)
 }
 
 // registerGrants is the service API's grant routes.
@@ -303,39 +335,4 @@ func (a *API) guard(next http.Handler) http.Handler {
 		ratelimit.Rule{Limit: a.opts.PerToken, Key: tokenKey})(h)
 	h = readCredential(h)
 	return a.opts.CORS.Handler(h)
-}
-
-// Config is the huma configuration of /api/v1: its own docs page and schema links are off
-// (the embedded Swagger UI reads the committed swagger.yaml instead), and the bearer scheme
-// is declared for every operation.
-func Config() huma.Config {
-	cfg := huma.DefaultConfig("tollgate API", "1.0.0")
-	cfg.Info.Description = "Endpoints for clients that hold an identity-service access token. " +
-		"Every request needs `Authorization: Bearer <jwt>`; errors are RFC 9457 problem documents."
-	cfg.OpenAPIPath, cfg.DocsPath, cfg.SchemasPath = "", "", ""
-	cfg.CreateHooks = nil
-	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
-		schemeUser: {Type: "http", Scheme: "bearer", BearerFormat: "JWT",
-			Description: "An access token of the identity service, for the user it names."},
-		schemeService: {Type: "http", Scheme: "bearer", BearerFormat: "tgk_…",
-			Description: "A service key made with `tollgate keys create`, for trusted backends acting on any user."},
-	}
-	cfg.Security = forUsers
-	cfg.Servers = []*huma.Server{{URL: "/"}}
-	cfg.Transformers = append(cfg.Transformers, typeProblems)
-	return cfg
-}
-
-// typeProblems gives huma's own problems (request validation's 422, a body too large, …) a
-// type under problem.TypeBase, as every problem of tollgate's has, so that clients can
-// switch on the type alone.
-func typeProblems(_ huma.Context, _ string, v any) (any, error) {
-	if e, ok := v.(*huma.ErrorModel); ok && (e.Type == "" || e.Type == "about:blank") {
-		kind := "invalid-request"
-		if e.Status != http.StatusUnprocessableEntity {
-			kind = strings.ToLower(strings.ReplaceAll(http.StatusText(e.Status), " ", "-"))
-		}
-		e.Type = problem.TypeBase + kind
-	}
-	return v, nil
 }
