@@ -2,15 +2,9 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"sync"
-	"syscall"
-	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +16,6 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
 	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/billing/reconcile"
-	"github.com/tollgate/tollgate/internal/billing/retention"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/console"
@@ -93,19 +86,9 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 		return nil, err
 	}
 	s.held = newHeldAnswers(d, e, s.billing.reader, registry)
-	// The identity service: the configured one over the network, or the development one
-	// answered in-process (its tokens carry the tollgate claim, as the hook adds it).
-	var identityClient *http.Client
-	if e.cfg.DevIdentity {
-		if s.devIdentity, err = devidentity.New(ctx, d, e.cfg.AuthURL, e.log, s.held.hook.Customize); err != nil {
-			return nil, err
-		}
-		identityClient = s.devIdentity.Client()
-	}
-	if play := e.cfg.PlayStore; play.Dev {
-		if s.devPlay, err = playdev.New(playdev.Config{Audience: play.PushAudience, ServiceAccount: play.PushServiceAccount}); err != nil {
-			return nil, err
-		}
+	identityClient, err := s.startStandIns(ctx)
+	if err != nil {
+		return nil, err
 	}
 	s.keys = api.NewKeySet(e.cfg.AuthJWKSURL, api.KeySetOptions{Client: identityClient, Log: e.log, Registerer: registry})
 	users := knownusers.New(d, e.log)
@@ -156,6 +139,27 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// startStandIns makes the development stand-ins the configuration asks for: the identity
+// service, answered in-process (its tokens carry the tollgate claim, as the hook adds it),
+// and Google Play. It answers the client that reaches the identity service: the
+// stand-in's, or nil for the configured one over the network.
+func (s *Server) startStandIns(ctx context.Context) (*http.Client, error) {
+	var identityClient *http.Client
+	var err error
+	if s.cfg.DevIdentity {
+		if s.devIdentity, err = devidentity.New(ctx, s.db, s.cfg.AuthURL, s.env.log, s.held.hook.Customize); err != nil {
+			return nil, err
+		}
+		identityClient = s.devIdentity.Client()
+	}
+	if play := s.cfg.PlayStore; play.Dev {
+		if s.devPlay, err = playdev.New(playdev.Config{Audience: play.PushAudience, ServiceAccount: play.PushServiceAccount}); err != nil {
+			return nil, err
+		}
+	}
+	return identityClient, nil
 }
 
 // Open prepares a server for a program built on tollgate, as "tollgate serve" does: the
@@ -222,42 +226,6 @@ func (s *Server) Close() error {
 	return s.db.Close()
 }
 
-// ListenAndServe listens on ADDR and serves until ctx ends (see Serve), then releases the
-// database and Redis.
-func (s *Server) ListenAndServe(ctx context.Context) error {
-	defer s.Close()
-	listener, err := s.listen()
-	if err != nil {
-		return err
-	}
-	return s.Serve(ctx, listener)
-}
-
-// listen opens ADDR, or takes the listening socket the process was started with (fd 3)
-// when LISTEN_FDS says there is one, as systemd's socket activation and tests pass it.
-func (s *Server) listen() (net.Listener, error) {
-	if !s.cfg.ListenFD {
-		listener, err := net.Listen("tcp", s.cfg.Addr)
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, fmt.Errorf("ADDR %s: the port is in use by another program: stop it, or choose another port with PORT (or ADDR)", s.cfg.Addr)
-		}
-		return listener, err
-	}
-	f := os.NewFile(3, "LISTEN_FDS socket")
-	defer f.Close() // FileListener holds a duplicate
-	listener, err := net.FileListener(f)
-	if err != nil {
-		return nil, fmt.Errorf("LISTEN_FDS: file descriptor 3 is not a listening socket: %w", err)
-	}
-	// ADDR was checked for the development identity service; a socket passed in was not.
-	if tcp, ok := listener.Addr().(*net.TCPAddr); s.devIdentity != nil && (!ok || !tcp.IP.IsLoopback()) {
-		listener.Close()
-		return nil, fmt.Errorf("AUTH_URL: is required when the socket passed in (LISTEN_FDS, %s) is not on a loopback address: "+
-			"without it tollgate runs a development identity service that signs in any e-mail", listener.Addr())
-	}
-	return listener, nil
-}
-
 // syncDevPlans keeps a development database in step with the sample plans file, so the
 // single run command gives a working setup. Production runs "tollgate plans sync" itself.
 func (s *Server) syncDevPlans(ctx context.Context, list []plans.PlanConfig) {
@@ -268,117 +236,6 @@ func (s *Server) syncDevPlans(ctx context.Context, list []plans.PlanConfig) {
 	if err != nil {
 		s.env.log.Warn("plans file not synced", "error", err)
 	}
-}
-
-// Serve answers on listener until ctx ends, then shuts down gracefully: it stops accepting,
-// and in-flight requests (a webhook mid-transaction, say) get SHUTDOWN_TIMEOUT to finish.
-func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
-	httpServer := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-	}
-	servers := []*http.Server{httpServer}
-	listeners := []net.Listener{listener}
-	if s.cfg.MetricsAddr != "" {
-		// Metrics on their own listener, off the public port (METRICS_ADDR), bound before
-		// anything is served so that a taken port stops the start.
-		metricsListener, err := net.Listen("tcp", s.cfg.MetricsAddr)
-		if err != nil {
-			return err
-		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", s.metricsHandler())
-		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second})
-		listeners = append(listeners, metricsListener)
-		s.env.log.Info("metrics listening", "addr", metricsListener.Addr().String())
-	}
-	if s.cfg.AuthJWKSURL != "" {
-		go s.keys.Run(ctx)
-	}
-	go s.web.RunSessionCleanup(ctx, time.Hour)
-	if s.console != nil {
-		go s.console.RunSnapshots(ctx, time.Hour)
-	}
-	reconciling := make(chan struct{})
-	go func() {
-		defer close(reconciling)
-		var each sync.WaitGroup // each provider on its own schedule and lease
-		each.Go(func() { s.billing.grants.Run(ctx) })
-		if r := s.cfg.Retention; r.Window > 0 {
-			pruner := retention.New(s.db, retention.Options{Window: r.Window, Unresolved: r.Unresolved, ArchiveDir: r.ArchiveDir, Log: s.env.log})
-			each.Go(func() { pruner.Run(ctx) })
-		}
-		if s.reconciler != nil {
-			each.Go(func() { s.reconciler.Run(ctx, s.cfg.Reconcile.Interval) })
-		}
-		for _, store := range s.stores {
-			each.Go(func() { store.run(ctx, s.env, s.cfg.Reconcile.Interval) })
-		}
-		each.Wait()
-	}()
-	go s.billing.reader.ListenForChanges(ctx)
-	go s.serviceKeys.ListenForChanges(ctx, s.env.log)
-	go s.held.keys.ListenForChanges(ctx, s.env.log)
-	delivering := make(chan struct{})
-	go func() {
-		defer close(delivering)
-		if s.deliverer != nil {
-			s.deliverer.Run(ctx)
-		}
-	}()
-	if s.devIdentity != nil {
-		s.env.log.Warn("development identity service on "+s.cfg.AuthURL+": anyone who reaches it can sign in as any e-mail; "+
-			"e-mails are printed here, not sent. Set AUTH_URL to use a real identity service", "users_and_keys", "in the database")
-	}
-	if s.cfg.AppStore.BundleID != "" && !s.cfg.AppStore.APIOn() {
-		s.env.log.Info("App Store Server API off: notifications missed while tollgate was away are not caught up. " +
-			"Set APPSTORE_KEY_ID, APPSTORE_ISSUER_ID and APPSTORE_PRIVATE_KEY_FILE to read Apple's notification history")
-	}
-	if s.devPlay != nil {
-		s.env.log.Warn("Google Play through the development stand-in on " + s.cfg.PublicURL + config.DevPlayPath +
-			": no Google account needed; try it with tollgate webhook send --provider playstore. Set PLAY_PACKAGE_NAME to hear Google")
-	}
-	s.env.log.Info("tollgate is running", "url", localURL(listener.Addr()), "public_url", s.cfg.PublicURL, "env", s.cfg.Env,
-		"database", db.Describe(s.cfg.DatabaseURL), "web_ingestion", s.cfg.WebIngestion, "forms", onOff(s.cfg.Forms), "api", onOff(s.cfg.API),
-		"providers", s.providersOn(), "console", onOff(s.console != nil), "reconcile", s.reconcileSetting(),
-		"outbound_webhooks", onOff(s.cfg.OutboundWebhookURL != ""), "access_token_hook", onOff(len(s.cfg.HeldAnswers.HookSecrets) > 0))
-	// The listeners are bound already; serving starts once the start-up lines are written, so
-	// that whoever sees the server answer finds them in its log.
-	errc := make(chan error, len(servers))
-	for i, srv := range servers {
-		go func() { errc <- srv.Serve(listeners[i]) }()
-	}
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	s.env.log.Info("shutting down: finishing in-flight requests")
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
-	defer cancel()
-	for _, srv := range servers {
-		if err := srv.Shutdown(shutdownCtx); err != nil {
-			return err
-		}
-	}
-	for range servers {
-		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-	}
-	// Attempts in flight finish, so their outcome is recorded rather than left to the lease;
-	// a reconcile pass winds down, records itself as interrupted and releases its lease.
-	for _, done := range []chan struct{}{delivering, reconciling} {
-		select {
-		case <-done:
-		case <-shutdownCtx.Done():
-		}
-	}
-	return nil
 }
 
 func syncEngineSchema(cfg config.Config) string {
