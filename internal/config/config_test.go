@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
 )
 
 func env(m map[string]string) func(string) string {
@@ -397,6 +399,13 @@ func TestRetention(t *testing.T) {
 		if _, err := Load(env(tc.vars)); err == nil || !strings.Contains(err.Error(), tc.name) {
 			t.Errorf("%v: %v, want a refusal naming %s", tc.vars, err, tc.name)
 		}
+	}
+}
+
+// The retention bound config refuses under is billing's, which the pipeline prunes by.
+func TestMinRetentionIsBillings(t *testing.T) {
+	if MinRetention != billing.MinRetention {
+		t.Fatalf("config.MinRetention %v, billing.MinRetention %v", MinRetention, billing.MinRetention)
 	}
 }
 

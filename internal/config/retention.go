@@ -2,15 +2,20 @@ package config
 
 import (
 	"os"
+	"strconv"
+	"strings"
 	"time"
-
-	"github.com/tollgate/tollgate/internal/billing"
 )
+
+// MinRetention is the shortest EVENT_RETENTION accepted: Apple's notification history
+// reaches 180 days back, and a redelivery from it must still find its event. (Billing keeps
+// the same bound as billing.MinRetention; a test holds them equal.)
+const MinRetention = 180 * 24 * time.Hour
 
 // Retention is how long stored events are kept (EVENT_RETENTION_*, ARCHIVE_DIR).
 type Retention struct {
 	// Window (EVENT_RETENTION) is how long a stored event is kept after it was received;
-	// zero (unset, or 0) keeps every event. Under billing.MinRetention is refused: the App Store's
+	// zero (unset, or 0) keeps every event. Under MinRetention is refused: the App Store's
 	// notification history reaches that far back, and a redelivery from it must still
 	// find its event.
 	Window time.Duration
@@ -29,8 +34,8 @@ func loadRetention(get func(name, def string) string, fail func(name, format str
 		if raw == "" || raw == "0" {
 			return 0
 		}
-		d, err := billing.ParseDuration(raw)
-		if err != nil || d < billing.MinRetention {
+		d, err := parseDays(raw)
+		if err != nil || d < MinRetention {
 			fail(name, "want a duration of 180d or more such as 400d, or 0 to keep every event; Apple's notification history reaches 180 days back, got %q", raw)
 			return 0
 		}
@@ -52,4 +57,16 @@ func loadRetention(get func(name, def string) string, fail func(name, format str
 		}
 	}
 	return r
+}
+
+// parseDays reads whole days ("400d") or a Go duration ("9600h").
+func parseDays(raw string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(raw, "d"); ok {
+		days, err := strconv.ParseInt(n, 10, 32)
+		if err != nil || days < 0 || days > 100*365 {
+			return 0, strconv.ErrSyntax
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(raw)
 }
