@@ -36,7 +36,6 @@ var layers = map[string]int{
 	"internal/billing/grant":                2,
 	"internal/billing/appstore/appstoredev": 2, "internal/billing/playstore/playdev": 2, // stores' stand-ins
 	"internal/billing/stripe/stripemock": 2, "internal/outbound/outboundtest": 2, "internal/identity/identitytest": 2,
-	"internal/config":                          2,
 	"internal/billing/plans":                   3, // the plan catalogue and the sync engine's mirror
 	"internal/billing/mirror":                  3,
 	"internal/billing/playstore/playstoretest": 3,
