@@ -55,6 +55,21 @@ func (d *DB) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d.health.timeout)
 }
 
+// Request runs one request's database work within DB_TIMEOUT (Bound) and tells the
+// outage log how it went. An error answered says is the domain's answer, not the
+// database's failure (a refusal the domain decided: no entitlement, over the limit), so
+// the database counts as answering; answered may be nil.
+func (d *DB) Request(ctx context.Context, work func(ctx context.Context) error, answered func(error) bool) error {
+	ctx, cancel := d.Bound(ctx)
+	defer cancel()
+	err := work(ctx)
+	if err != nil && answered != nil && answered(err) {
+		d.Answered()
+		return err
+	}
+	return d.Report(ctx, err)
+}
+
 // Refused records a request refused because its database work failed: a count, and a
 // warning only when it is the first of an outage. (The surface that refuses the request
 // writes its own debug line, with the request id.)

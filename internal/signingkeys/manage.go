@@ -71,11 +71,11 @@ func (k *Keys) Rotate(ctx context.Context, now bool) (Key, error) {
 // next token is signed by a new key made then.
 func (k *Keys) Retire(ctx context.Context, kid string) (Key, error) {
 	var retired int64
-	err := k.bound(ctx, func(ctx context.Context) error {
+	err := k.db.Request(ctx, func(ctx context.Context) error {
 		var err error
 		retired, err = dbq.New(k.db).RetireSigningKey(ctx, dbq.RetireSigningKeyParams{Kid: kid, Now: nullTime(k.now())})
 		return err
-	})
+	}, nil)
 	k.forget()
 	if err != nil {
 		return Key{}, err

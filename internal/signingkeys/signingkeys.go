@@ -135,9 +135,9 @@ func (k *Keys) extend(ctx context.Context, signer *key, exp time.Time) error {
 		return nil
 	}
 	until := exp.Add(headroom).UTC()
-	err := k.bound(ctx, func(ctx context.Context) error {
+	err := k.db.Request(ctx, func(ctx context.Context) error {
 		return dbq.New(k.db).ExtendSigningKey(ctx, dbq.ExtendSigningKeyParams{Kid: signer.kid, SignedUntil: nullTime(until)})
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}
@@ -162,11 +162,11 @@ func (k *Keys) add(ctx context.Context, seq int64, signsFrom time.Time) (Key, er
 	}
 	now := k.now()
 	var added int64
-	err = k.bound(ctx, func(ctx context.Context) error {
+	err = k.db.Request(ctx, func(ctx context.Context) error {
 		added, err = dbq.New(k.db).AddSigningKey(ctx, dbq.AddSigningKeyParams{Kid: kid, Seq: seq, PrivateKey: private,
 			PublicJwk: string(jwk), Now: now, SignsFrom: signsFrom.UTC()})
 		return err
-	})
+	}, nil)
 	if err == nil && added == 0 {
 		err = errRaced
 	}
@@ -185,11 +185,11 @@ func (k *Keys) read(ctx context.Context) (set, error) {
 		return kept, nil
 	}
 	var rows []dbq.SigningKey
-	err := k.bound(ctx, func(ctx context.Context) error {
+	err := k.db.Request(ctx, func(ctx context.Context) error {
 		var err error
 		rows, err = dbq.New(k.db).ListSigningKeys(ctx)
 		return err
-	})
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -203,14 +203,6 @@ func (k *Keys) read(ctx context.Context) (set, error) {
 	}
 	k.mu.Unlock()
 	return s, nil
-}
-
-// bound runs one piece of database work within DB_TIMEOUT and tells the database's outage
-// log how it went.
-func (k *Keys) bound(ctx context.Context, work func(ctx context.Context) error) error {
-	ctx, cancel := k.db.Bound(ctx)
-	defer cancel()
-	return k.db.Report(ctx, work(ctx))
 }
 
 // forget drops the kept set: the next use reads it.

@@ -54,14 +54,6 @@ func New(d *db.DB, log *slog.Logger, r *reader.Reader, opts Options) *Checkout {
 	return s
 }
 
-// request runs one request's database work within DB_TIMEOUT and tells the database's
-// outage log how it went.
-func (s *Checkout) request(ctx context.Context, work func(ctx context.Context) error) error {
-	ctx, cancel := s.db.Bound(ctx)
-	defer cancel()
-	return s.db.Report(ctx, work(ctx))
-}
-
 // Buyer is the user starting a purchase, as the token or session names them.
 type Buyer struct {
 	UserID string
@@ -97,7 +89,7 @@ func (s *Checkout) Start(ctx context.Context, buyer Buyer, req Request) (string,
 	var prices []dbq.PlanWebPricesRow
 	var position billing.Entitlements
 	var customer string
-	err = s.request(ctx, func(ctx context.Context) error {
+	err = s.db.Request(ctx, func(ctx context.Context) error {
 		q := dbq.New(s.db)
 		var err error
 		if prices, err = q.PlanWebPrices(ctx, req.Plan); err != nil {
@@ -108,7 +100,7 @@ func (s *Checkout) Start(ctx context.Context, buyer Buyer, req Request) (string,
 		}
 		customer, err = webCustomerOf(ctx, q, buyer.UserID)
 		return err
-	})
+	}, nil)
 	if err != nil {
 		return "", err
 	}
@@ -139,7 +131,7 @@ func (s *Checkout) Portal(ctx context.Context, userID string) (string, error) {
 	}
 	var customer string
 	var position billing.Entitlements
-	err := s.request(ctx, func(ctx context.Context) error {
+	err := s.db.Request(ctx, func(ctx context.Context) error {
 		var err error
 		q := dbq.New(s.db)
 		if customer, err = webCustomerOf(ctx, q, userID); err != nil || customer != "" {
@@ -147,7 +139,7 @@ func (s *Checkout) Portal(ctx context.Context, userID string) (string, error) {
 		}
 		position, err = s.reader.Read(ctx, q, userID)
 		return err
-	})
+	}, nil)
 	switch {
 	case err != nil:
 		return "", err
@@ -175,7 +167,7 @@ func (s *Checkout) Offers(ctx context.Context, userID string) (WebOffers, error)
 	if s.api == nil {
 		return offers, nil
 	}
-	err := s.request(ctx, func(ctx context.Context) error {
+	err := s.db.Request(ctx, func(ctx context.Context) error {
 		q := dbq.New(s.db)
 		position, err := s.reader.Read(ctx, q, userID)
 		if err != nil {
@@ -196,7 +188,7 @@ func (s *Checkout) Offers(ctx context.Context, userID string) (WebOffers, error)
 		customer, err := webCustomerOf(ctx, q, userID)
 		offers.Manage = customer != ""
 		return err
-	})
+	}, nil)
 	return offers, err
 }
 

@@ -64,11 +64,11 @@ func (s *Checkout) Sync(ctx context.Context, userID, sessionID string) (Synced, 
 // syncCustomer applies every subscription of the user's web customer, if one is linked.
 func (s *Checkout) syncCustomer(ctx context.Context, userID string) error {
 	var customer string
-	err := s.request(ctx, func(ctx context.Context) error {
+	err := s.db.Request(ctx, func(ctx context.Context) error {
 		var err error
 		customer, err = webCustomerOf(ctx, dbq.New(s.db), userID)
 		return err
-	})
+	}, nil)
 	if err != nil || customer == "" {
 		return err
 	}

@@ -32,7 +32,7 @@ func (p *Pipeline) Claim(ctx context.Context, provider string, proof billing.Pro
 	}
 	eventID := billing.SnapshotEventID(r.At)
 	var w *work
-	err = p.request(ctx, func(ctx context.Context) error {
+	err = p.db.Request(ctx, func(ctx context.Context) error {
 		return p.db.InTx(ctx, func(tx *sql.Tx) error {
 			w = newWork(tx, a, billing.ChangeCause{Provider: provider, ProviderEventID: eventID, EventType: r.Type})
 			if _, err := p.lock(ctx, w, r.Subscription); err != nil {
@@ -48,7 +48,7 @@ func (p *Pipeline) Claim(ctx context.Context, provider string, proof billing.Pro
 			_, err = p.apply(ctx, w, r, eventID)
 			return err
 		})
-	})
+	}, billing.IsAnswer)
 	if err != nil {
 		return err
 	}

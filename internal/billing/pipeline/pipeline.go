@@ -155,16 +155,3 @@ type Processed struct {
 	changed []string
 	columns eventColumns
 }
-
-// request runs one request's database work within DB_TIMEOUT and tells the database's
-// outage log how it went.
-func (p *Pipeline) request(ctx context.Context, work func(ctx context.Context) error) error {
-	ctx, cancel := p.db.Bound(ctx)
-	defer cancel()
-	err := work(ctx)
-	if billing.IsAnswer(err) {
-		p.db.Answered()
-		return err
-	}
-	return p.db.Report(ctx, err)
-}

@@ -117,10 +117,10 @@ func (p *Pipeline) ApplyRead(ctx context.Context, provider string, raw json.RawM
 		return BackfillChange{}, billing.ErrUnknownStore
 	}
 	var change BackfillChange
-	err := p.request(ctx, func(ctx context.Context) error {
+	err := p.db.Request(ctx, func(ctx context.Context) error {
 		var err error
 		change, err = p.backfillSubscription(ctx, a, snapshots, raw, p.now(), false)
 		return err
-	})
+	}, billing.IsAnswer)
 	return change, err
 }

@@ -26,11 +26,11 @@ func (s *Reader) kept(ctx context.Context, userID string) (cachedAnswer, error) 
 	}
 	generation := s.answers.begin()
 	var a cachedAnswer
-	err := s.request(ctx, func(ctx context.Context) error {
+	err := s.db.Request(ctx, func(ctx context.Context) error {
 		var err error
 		a, err = s.readAnswer(ctx, userID, now)
 		return err
-	})
+	}, billing.IsAnswer)
 	if err != nil {
 		return cachedAnswer{}, err
 	}

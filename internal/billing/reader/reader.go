@@ -61,20 +61,6 @@ func New(d *db.DB, log *slog.Logger, opts Options) *Reader {
 // Forget drops what is kept of users ("*": everyone), whose rows were just written.
 func (s *Reader) Forget(users ...string) { s.answers.forget(users...) }
 
-// request runs one request's database work within DB_TIMEOUT and tells the database's
-// outage log how it went. A refusal the domain decided (no entitlement, over the limit) is
-// an answer, not a failure.
-func (s *Reader) request(ctx context.Context, work func(ctx context.Context) error) error {
-	ctx, cancel := s.db.Bound(ctx)
-	defer cancel()
-	err := work(ctx)
-	if billing.IsAnswer(err) {
-		s.db.Answered()
-		return err
-	}
-	return s.db.Report(ctx, err)
-}
-
 // Entitlements loads the user's position now. Entitlements combine over every entitling
 // subscription (booleans OR, numbers max); with none, the default plan's apply.
 func (s *Reader) Entitlements(ctx context.Context, userID string) (e billing.Entitlements, err error) {
@@ -82,10 +68,10 @@ func (s *Reader) Entitlements(ctx context.Context, userID string) (e billing.Ent
 		a, err := s.answer(ctx, userID)
 		return a.position, err
 	}
-	err = s.request(ctx, func(ctx context.Context) error {
+	err = s.db.Request(ctx, func(ctx context.Context) error {
 		e, err = s.Read(ctx, dbq.New(s.db), userID)
 		return err
-	})
+	}, billing.IsAnswer)
 	return e, err
 }
 
@@ -172,10 +158,10 @@ func (s *Reader) ViewJSON(ctx context.Context, userID string) ([]byte, error) {
 // without change when that would pass the limit. Concurrent callers never overshoot: the
 // check and the add are one conditional upsert.
 func (s *Reader) RecordUsage(ctx context.Context, userID, name string, amount int64) (u billing.Usage, err error) {
-	err = s.request(ctx, func(ctx context.Context) error {
+	err = s.db.Request(ctx, func(ctx context.Context) error {
 		u, err = s.recordUsage(ctx, userID, name, amount)
 		return err
-	})
+	}, billing.IsAnswer)
 	return u, err
 }
 
@@ -213,7 +199,7 @@ func (s *Reader) recordUsage(ctx context.Context, userID, name string, amount in
 // UsageThisPeriod is every counter of the user in the current period, by name.
 func (s *Reader) UsageThisPeriod(ctx context.Context, e billing.Entitlements) (map[string]int64, error) {
 	var used map[string]int64
-	err := s.request(ctx, func(ctx context.Context) error {
+	err := s.db.Request(ctx, func(ctx context.Context) error {
 		rows, err := dbq.New(s.db).ListUsage(ctx, dbq.ListUsageParams{UserID: e.UserID, PeriodEnd: e.UsagePeriodEnd()})
 		if err != nil {
 			return err
@@ -223,6 +209,6 @@ func (s *Reader) UsageThisPeriod(ctx context.Context, e billing.Entitlements) (m
 			used[r.Name] = r.Used
 		}
 		return nil
-	})
+	}, billing.IsAnswer)
 	return used, err
 }
