@@ -202,13 +202,13 @@ var providerBrand = map[string]string{billing.ProviderWeb: "Stripe-shaped", bill
 
 // outcomeMeaning says in words what each webhook outcome means for the sender.
 var outcomeMeaning = map[string]string{
-	"applied":     "applied",
-	"duplicate":   "duplicate: this event, or a newer state, was already applied; nothing changed",
-	"stale":       "older than the stored state: kept the newer state; nothing changed",
-	"ignored":     "ignored: tollgate does not act on this event type (stored, answered 200)",
-	"unresolved":  "unresolved: stored, but it names no known user, price or product, so nothing changed. Map the price in the plans file (then plans sync) or link the customer, and run \"tollgate events replay --unprocessed\"",
-	"invalid":     "stored with an error: it can never be processed as it is",
-	"setup_check": "the provider's set-up check: answered, nothing stored",
+	billing.OutcomeApplied:    "applied",
+	billing.OutcomeDuplicate:  "duplicate: this event, or a newer state, was already applied; nothing changed",
+	billing.OutcomeStale:      "older than the stored state: kept the newer state; nothing changed",
+	billing.OutcomeIgnored:    "ignored: tollgate does not act on this event type (stored, answered 200)",
+	billing.OutcomeUnresolved: "unresolved: stored, but it names no known user, price or product, so nothing changed. Map the price in the plans file (then plans sync) or link the customer, and run \"tollgate events replay --unprocessed\"",
+	billing.OutcomeInvalid:    "stored with an error: it can never be processed as it is",
+	"setup_check":             "the provider's set-up check: answered, nothing stored",
 }
 
 // describeOutcome prints what the server did with the event, from its answer's headers,
@@ -225,7 +225,7 @@ func describeOutcome(ctx context.Context, e env, h http.Header) error {
 	}
 	fmt.Fprintln(e.stdout, line)
 	userID := h.Get(webhooks.HeaderUserID)
-	if outcome != "applied" || userID == "" {
+	if outcome != billing.OutcomeApplied || userID == "" {
 		return nil
 	}
 	d, err := openDB(ctx, e, false)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 )
 
@@ -130,5 +131,14 @@ func TestWebhookSendAppStore(t *testing.T) {
 	}
 	if code, _, errOut := runCmd(ctx, env, "webhook", "send", "--provider", "web", "--file", file); code == 0 || !strings.Contains(errOut, "--provider appstore") {
 		t.Fatalf("an App Store file sent as web: exit %d %q", code, errOut)
+	}
+}
+
+// TestEveryOutcomeIsExplained: webhook send has words for every outcome billing names.
+func TestEveryOutcomeIsExplained(t *testing.T) {
+	for _, outcome := range billing.Outcomes {
+		if outcomeMeaning[outcome] == "" {
+			t.Errorf("webhook send does not explain the outcome %q", outcome)
+		}
 	}
 }

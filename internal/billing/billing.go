@@ -50,6 +50,9 @@ const (
 	OutcomeInvalid    = "invalid"
 )
 
+// Outcomes are every outcome, unresolved and invalid first: those that need someone.
+var Outcomes = []string{OutcomeUnresolved, OutcomeInvalid, OutcomeApplied, OutcomeDuplicate, OutcomeStale, OutcomeIgnored}
+
 // MinRetention is the shortest time a stored event may be kept (EVENT_RETENTION): Apple's
 // notification history reaches 180 days back, and a redelivery from it must still find its
 // event.

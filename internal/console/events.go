@@ -25,7 +25,7 @@ type eventsData struct {
 }
 
 // outcomes are the filter's choices, as stored.
-var outcomes = []string{"unresolved", "invalid", "applied", "duplicate", "stale", "ignored"}
+var outcomes = billing.Outcomes
 
 // events is GET /admin/events: the stored events, unresolved and refused ones first, by
 // provider, type, outcome and since when.
