@@ -24,10 +24,11 @@ var layers = map[string]int{
 	// infrastructure: knows nothing of billing
 	"internal/db": 0, "internal/db/dbq": 0, "internal/problem": 0, "internal/route": 0, "internal/identity": 0,
 	"internal/logcapture": 0, "internal/tcpproxy": 0, "swagger": 0,
-	"entitlementtoken": 0, // the public verifier: nothing else of tollgate (its own test)
-	"internal/config":  0, // the environment read once: nothing of the domain
-	"internal/billing": 1, // the core: vocabulary and rules
-	"internal/lease":   1, "internal/audit": 1, "internal/knownusers": 1, "internal/servicekeys": 1, "internal/signingkeys": 1,
+	"entitlementtoken":  0, // the public verifier: nothing else of tollgate (its own test)
+	"internal/config":   0, // the environment read once: nothing of the domain
+	"internal/periodic": 0,
+	"internal/billing":  1, // the core: vocabulary and rules
+	"internal/lease":    1, "internal/audit": 1, "internal/knownusers": 1, "internal/servicekeys": 1, "internal/signingkeys": 1,
 	"internal/outbound": 1, "internal/ratelimit": 1, "internal/devidentity": 1, "internal/db/dbtest": 1,
 	"internal/billing/stripe":               2, // adapters: the core only
 	"internal/billing/adapty":               2,

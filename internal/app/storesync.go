@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/playstore"
 	"github.com/tollgate/tollgate/internal/billing/reconcile"
 	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/periodic"
 )
 
 // How far back Apple keeps the notification history, by environment.
@@ -143,19 +144,15 @@ func playStoreSync(d *db.DB, e env, b *billingParts, reg prometheus.Registerer) 
 // A history another process is reading is tried again every few seconds until it is
 // free: a read cut short by a process that died is taken up once its lease runs out.
 func (s *storeSync) run(ctx context.Context, e env, interval time.Duration) {
-	s.catchUpWhenFree(ctx, e)
 	if interval > 0 {
+		s.catchUpWhenFree(ctx, e)
 		s.reconciler.Run(ctx, interval)
 		return
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(24 * time.Hour):
-		}
+	periodic.Run(ctx, nil, func(ctx context.Context) time.Duration {
 		s.catchUpWhenFree(ctx, e)
-	}
+		return 24 * time.Hour
+	})
 }
 
 func (s *storeSync) beforePass(e env) func(context.Context) {

@@ -8,6 +8,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/grant"
 	"github.com/tollgate/tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/periodic"
 )
 
 // SweepEvery is the longest the sweep waits between looks: a grant another instance made,
@@ -47,27 +48,18 @@ func (g *Grants) EndDue(ctx context.Context) (int, error) {
 // Run records grants' ends until ctx ends: at the next end it knows of, at most
 // SweepEvery apart, and at once when this instance adds a grant.
 func (g *Grants) Run(ctx context.Context) {
-	for {
-		wait := SweepEvery
+	periodic.Run(ctx, g.added, func(ctx context.Context) time.Duration {
 		if _, err := g.EndDue(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
+			if ctx.Err() == nil {
+				g.log.WarnContext(ctx, "grants: recording ends failed; trying again shortly", "error", err)
 			}
-			g.log.WarnContext(ctx, "grants: recording ends failed; trying again shortly", "error", err)
-			wait = afterFailure
-		} else if next, err := g.nextEnd(ctx); err == nil && !next.IsZero() {
-			wait = min(wait, max(next.Sub(g.now()), 0))
+			return afterFailure
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C:
-		case <-g.added:
-			timer.Stop()
+		if next, err := g.nextEnd(ctx); err == nil && !next.IsZero() {
+			return min(SweepEvery, max(next.Sub(g.now()), 0))
 		}
-	}
+		return SweepEvery
+	})
 }
 
 // nextEnd is when the next live grant ends (zero: none is live).

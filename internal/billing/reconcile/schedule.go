@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/periodic"
 )
 
 // Run runs passes until ctx ends, on the schedule the record keeps: a pass starts once
@@ -28,13 +29,13 @@ func (r *Reconciler) Run(ctx context.Context, interval time.Duration) {
 	// runs out within LeaseFor and its pass is taken up soon after.
 	retry := min(interval, 30*time.Second)
 	busyRetry := min(interval, BusyRetry)
-	for ctx.Err() == nil {
+	periodic.Run(ctx, nil, func(ctx context.Context) time.Duration {
 		wait, err := r.untilDue(ctx, interval)
 		busy := false
 		if err == nil && wait <= 0 {
 			var ran bool
 			if ran, err = r.passIfDue(ctx, interval); ran && err == nil {
-				continue // the record now says when the next pass is due
+				return 0 // the record now says when the next pass is due
 			}
 			busy = !ran && err == nil
 		}
@@ -43,18 +44,12 @@ func (r *Reconciler) Run(ctx context.Context, interval time.Duration) {
 		}
 		switch {
 		case busy:
-			wait = busyRetry
+			return busyRetry
 		case wait <= 0 || err != nil:
-			wait = retry // failed: look at the record again soon, not at once
+			return retry // failed: look at the record again soon, not at once
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C:
-		}
-	}
+		return wait
+	})
 }
 
 // Next is when the next scheduled pass is due by the record: interval after the newest

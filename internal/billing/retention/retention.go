@@ -24,6 +24,7 @@ import (
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
 	"github.com/tollgate/tollgate/internal/lease"
+	"github.com/tollgate/tollgate/internal/periodic"
 )
 
 // Options are the retention settings.
@@ -273,22 +274,16 @@ const Every = time.Hour
 // Run removes old events at once and then every Every until ctx ends, logging each pass
 // that removed any. Another process pruning is no failure: it is doing the work.
 func (p *Pruner) Run(ctx context.Context) {
-	for {
+	periodic.Run(ctx, nil, func(ctx context.Context) time.Duration {
 		res, err := p.Pass(ctx, false)
 		switch {
-		case ctx.Err() != nil:
-			return
-		case errors.Is(err, ErrBusy):
+		case ctx.Err() != nil, errors.Is(err, ErrBusy):
 		case err != nil:
 			p.opts.Log.Warn("retention: removing old events failed; trying again next hour", "removed", res.Removed, "error", err)
 		case res.Removed > 0:
 			p.opts.Log.Info("retention: removed old events", "removed", res.Removed, "unresolved", res.Unresolved,
 				"window", p.opts.Window.String(), "archived", len(res.Archived))
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(Every):
-		}
-	}
+		return Every
+	})
 }
