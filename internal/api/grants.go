@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/grant"
 	"github.com/tollgate/tollgate/internal/billing/grants"
 )
 
@@ -26,7 +25,7 @@ type Grant struct {
 	RevokeReason string     `json:"revoke_reason,omitempty"`
 }
 
-func grantOf(g grant.Grant, now time.Time) Grant {
+func grantOf(g billing.Grant, now time.Time) Grant {
 	return Grant{
 		ID: g.ID, UserID: g.UserID, Plan: g.Plan, Status: g.Status(now), Starts: g.Starts, Ends: g.End(), Reason: g.Reason, By: g.By,
 		Revoked: g.Revoked, RevokedBy: g.RevokedBy, RevokeReason: g.RevokeReason,

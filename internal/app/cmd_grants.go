@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/grant"
 	"github.com/tollgate/tollgate/internal/billing/grants"
 	"github.com/tollgate/tollgate/internal/db"
 )
@@ -97,7 +96,7 @@ func cmdGrantsRevoke(fs *flag.FlagSet) command {
 
 // grantLine is one grant on one line: id, user, plan, end and reason, two spaces apart,
 // then how it ended if it has.
-func grantLine(g grant.Grant, now time.Time) string {
+func grantLine(g billing.Grant, now time.Time) string {
 	line := strings.Join([]string{g.ID, g.UserID, g.Plan, g.End().Format(time.RFC3339), g.Reason}, "  ")
 	switch {
 	case g.Revoked != nil:

@@ -8,14 +8,13 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/grant"
 	"github.com/tollgate/tollgate/internal/billing/grants"
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
 // grantRow is one of a customer's grants as the page lists it.
 type grantRow struct {
-	grant.Grant
+	billing.Grant
 	Status string
 	End    time.Time
 }
@@ -68,7 +67,7 @@ func (c *Console) addGrant(w http.ResponseWriter, r *http.Request) {
 	if req.For, err = billing.ParseDuration(form.For); err != nil {
 		err = billing.ErrGrantDuration
 	} else {
-		var made grant.Grant
+		var made billing.Grant
 		made, err = c.opts.Grants.Add(r.Context(), req)
 		c.logAction(r.Context(), "grant", made.ID, err)
 	}

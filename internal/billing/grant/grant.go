@@ -28,59 +28,18 @@ const (
 	EventEnded   = "grant.ended"
 )
 
-// Grant is one grant as stored: who has which plan until when, why and on whose word, and
-// whether it was revoked or its end recorded.
-type Grant struct {
-	ID     string    `json:"id"`
-	UserID string    `json:"user_id"`
-	Plan   string    `json:"plan"`
-	Starts time.Time `json:"starts_at"`
-	Ends   time.Time `json:"ends_at"`
-	Reason string    `json:"reason"`
-	// By is who granted it: an operator's e-mail, "key:<name>" or "cli:<OS user>".
-	By           string     `json:"granted_by"`
-	Revoked      *time.Time `json:"revoked_at,omitempty"`
-	RevokedBy    string     `json:"revoked_by,omitempty"`
-	RevokeReason string     `json:"revoke_reason,omitempty"`
-	// EndRecorded: the event of its end has been applied.
-	EndRecorded bool `json:"end_recorded,omitempty"`
-}
-
-// End is when the grant stops entitling: its end, or its revocation when earlier.
-func (g Grant) End() time.Time {
-	if g.Revoked != nil && g.Revoked.Before(g.Ends) {
-		return *g.Revoked
-	}
-	return g.Ends
-}
-
-// Live says whether the grant entitles at t.
-func (g Grant) Live(t time.Time) bool { return g.End().After(t) }
-
-// Ended says whether the grant was revoked or its end recorded.
-func (g Grant) Ended() bool { return g.Revoked != nil || g.EndRecorded }
-
-// Status is the grant's canonical status at t: active until its end, expired from then,
-// recorded or not.
-func (g Grant) Status(t time.Time) string {
-	if g.Live(t) && !g.Ended() {
-		return billing.StatusActive
-	}
-	return billing.StatusExpired
-}
-
 // body is an event's body: its type, when it happened, and the grant as that event
 // leaves it.
 type body struct {
-	Type  string    `json:"type"`
-	At    time.Time `json:"at"`
-	Grant Grant     `json:"grant"`
+	Type  string        `json:"type"`
+	At    time.Time     `json:"at"`
+	Grant billing.Grant `json:"grant"`
 }
 
 // Event is the event of type typ (EventGranted, …) of g at at, as the pipeline ingests it:
 // its id names the grant and the step, so that one step is stored once however many
 // instances record it.
-func Event(typ string, g Grant, at time.Time) (billing.Event, []byte, error) {
+func Event(typ string, g billing.Grant, at time.Time) (billing.Event, []byte, error) {
 	raw, err := json.Marshal(body{Type: typ, At: at.UTC(), Grant: g})
 	if err != nil {
 		return billing.Event{}, nil, err
@@ -155,7 +114,7 @@ func (Adapter) Order(billing.Reading, billing.Stored) billing.Order { return bil
 // recorded end stays recorded.
 func (Adapter) Apply(r billing.Reading, stored billing.Stored) ([]byte, any, error) {
 	b := r.Decoded.(body)
-	g, err := billing.StoredState[Grant](stored)
+	g, err := billing.StoredState[billing.Grant](stored)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -178,7 +137,7 @@ func (Adapter) Apply(r billing.Reading, stored billing.Stored) ([]byte, any, err
 
 // Facts: the grant's user has its plan, by key, active until its end.
 func (Adapter) Facts(stored billing.Stored) (billing.Facts, error) {
-	g, err := billing.StoredState[Grant](stored)
+	g, err := billing.StoredState[billing.Grant](stored)
 	if err != nil {
 		return billing.Facts{}, err
 	}

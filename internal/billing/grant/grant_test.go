@@ -10,12 +10,12 @@ import (
 
 var (
 	start = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	given = grant.Grant{ID: "g1", UserID: "00000000-0000-4000-8000-00000000c001", Plan: "pro", Starts: start,
+	given = billing.Grant{ID: "g1", UserID: "00000000-0000-4000-8000-00000000c001", Plan: "pro", Starts: start,
 		Ends: start.Add(30 * 24 * time.Hour), Reason: "bug", By: "cli:ops"}
 )
 
 // fold applies the events in order as the pipeline would and gives the facts.
-func fold(t *testing.T, steps ...func() (string, grant.Grant, time.Time)) billing.Facts {
+func fold(t *testing.T, steps ...func() (string, billing.Grant, time.Time)) billing.Facts {
 	t.Helper()
 	a := grant.New()
 	var stored billing.Stored
@@ -46,17 +46,17 @@ func fold(t *testing.T, steps ...func() (string, grant.Grant, time.Time)) billin
 	return f
 }
 
-func granted() (string, grant.Grant, time.Time) { return grant.EventGranted, given, start }
+func granted() (string, billing.Grant, time.Time) { return grant.EventGranted, given, start }
 
-func revokedAt(at time.Time, reason string) func() (string, grant.Grant, time.Time) {
-	return func() (string, grant.Grant, time.Time) {
+func revokedAt(at time.Time, reason string) func() (string, billing.Grant, time.Time) {
+	return func() (string, billing.Grant, time.Time) {
 		g := given
 		g.RevokedBy, g.RevokeReason = "ops@example.com", reason
 		return grant.EventRevoked, g, at
 	}
 }
 
-func ended() (string, grant.Grant, time.Time) { return grant.EventEnded, given, given.Ends }
+func ended() (string, billing.Grant, time.Time) { return grant.EventEnded, given, given.Ends }
 
 // The steps of a grant's life fold into the facts of its canonical row, whichever order
 // they are applied in: the first revocation stands, and a replayed grant undoes nothing.
@@ -64,18 +64,18 @@ func TestStepsFold(t *testing.T) {
 	day := start.Add(24 * time.Hour)
 	for _, c := range []struct {
 		name   string
-		steps  []func() (string, grant.Grant, time.Time)
+		steps  []func() (string, billing.Grant, time.Time)
 		status string
 		end    time.Time
 	}{
-		{"granted", []func() (string, grant.Grant, time.Time){granted}, billing.StatusActive, given.Ends},
-		{"revoked", []func() (string, grant.Grant, time.Time){granted, revokedAt(day, "done")}, billing.StatusExpired, day},
-		{"ended", []func() (string, grant.Grant, time.Time){granted, ended}, billing.StatusExpired, given.Ends},
-		{"revoked twice", []func() (string, grant.Grant, time.Time){granted, revokedAt(day, "first"), revokedAt(day.Add(time.Hour), "second")},
+		{"granted", []func() (string, billing.Grant, time.Time){granted}, billing.StatusActive, given.Ends},
+		{"revoked", []func() (string, billing.Grant, time.Time){granted, revokedAt(day, "done")}, billing.StatusExpired, day},
+		{"ended", []func() (string, billing.Grant, time.Time){granted, ended}, billing.StatusExpired, given.Ends},
+		{"revoked twice", []func() (string, billing.Grant, time.Time){granted, revokedAt(day, "first"), revokedAt(day.Add(time.Hour), "second")},
 			billing.StatusExpired, day},
-		{"granted replayed after its revocation", []func() (string, grant.Grant, time.Time){granted, revokedAt(day, "done"), granted},
+		{"granted replayed after its revocation", []func() (string, billing.Grant, time.Time){granted, revokedAt(day, "done"), granted},
 			billing.StatusExpired, day},
-		{"revoked after its end", []func() (string, grant.Grant, time.Time){granted, ended, revokedAt(given.Ends.Add(time.Hour), "late")},
+		{"revoked after its end", []func() (string, billing.Grant, time.Time){granted, ended, revokedAt(given.Ends.Add(time.Hour), "late")},
 			billing.StatusExpired, given.Ends},
 	} {
 		t.Run(c.name, func(t *testing.T) {

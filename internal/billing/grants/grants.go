@@ -62,20 +62,20 @@ type Request struct {
 // not in the future or more than billing.MaxDuration away, no end or two, no reason, or
 // a plan or reason holding a NUL character is a billing.KindInvalid error and nothing is
 // made.
-func (g *Grants) Add(ctx context.Context, r Request) (grant.Grant, error) {
+func (g *Grants) Add(ctx context.Context, r Request) (billing.Grant, error) {
 	now := g.now()
 	end, err := r.check(ctx, dbq.New(g.db), now)
 	if err != nil {
-		return grant.Grant{}, err
+		return billing.Grant{}, err
 	}
-	made := grant.Grant{
+	made := billing.Grant{
 		ID: uuid.NewString(), UserID: strings.ToLower(r.UserID), Plan: r.Plan, Starts: now, Ends: end,
 		Reason: strings.TrimSpace(r.Reason), By: r.By,
 	}
 	_, err = g.record(ctx, grant.EventGranted, made, now)
 	g.audit(ctx, made.By, "grant", made, made.Reason, err)
 	if err != nil {
-		return grant.Grant{}, err
+		return billing.Grant{}, err
 	}
 	select {
 	case g.added <- struct{}{}:
@@ -122,20 +122,20 @@ func (r Request) check(ctx context.Context, q *dbq.Queries, now time.Time) (time
 // Revoke ends the grant id at once, for reason, on the word of by, and gives it as it
 // now stands. With userID set, a grant of another user is billing.ErrNoGrant. A grant
 // already ended or revoked is billing.ErrGrantEnded and changes nothing.
-func (g *Grants) Revoke(ctx context.Context, userID, id, reason, by string) (grant.Grant, error) {
+func (g *Grants) Revoke(ctx context.Context, userID, id, reason, by string) (billing.Grant, error) {
 	switch {
 	case strings.ContainsRune(reason, 0):
-		return grant.Grant{}, billing.ErrGrantText
+		return billing.Grant{}, billing.ErrGrantText
 	case strings.TrimSpace(reason) == "":
-		return grant.Grant{}, billing.ErrGrantReason
+		return billing.Grant{}, billing.ErrGrantReason
 	}
 	current, err := g.Get(ctx, userID, id)
 	if err != nil {
-		return grant.Grant{}, err
+		return billing.Grant{}, err
 	}
 	now := g.now()
 	if !current.Live(now) || current.Ended() {
-		return grant.Grant{}, billing.ErrGrantEnded
+		return billing.Grant{}, billing.ErrGrantEnded
 	}
 	current.RevokedBy, current.RevokeReason = by, strings.TrimSpace(reason)
 	outcome, err := g.record(ctx, grant.EventRevoked, current, now)
@@ -144,27 +144,27 @@ func (g *Grants) Revoke(ctx context.Context, userID, id, reason, by string) (gra
 	}
 	g.audit(ctx, by, "revoke", current, current.RevokeReason, err)
 	if err != nil {
-		return grant.Grant{}, err
+		return billing.Grant{}, err
 	}
 	current.Revoked = &now // as the applied revocation stored it
 	return current, nil
 }
 
 // Get is the grant id; with userID set, only if it is that user's.
-func (g *Grants) Get(ctx context.Context, userID, id string) (grant.Grant, error) {
+func (g *Grants) Get(ctx context.Context, userID, id string) (billing.Grant, error) {
 	state, err := dbq.New(g.db).GetGrant(ctx, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return grant.Grant{}, billing.ErrNoGrant
+		return billing.Grant{}, billing.ErrNoGrant
 	}
 	if err != nil {
-		return grant.Grant{}, err
+		return billing.Grant{}, err
 	}
-	got, err := billing.StoredState[grant.Grant](billing.Stored{State: state})
+	got, err := billing.StoredState[billing.Grant](billing.Stored{State: state})
 	if err != nil {
-		return grant.Grant{}, err
+		return billing.Grant{}, err
 	}
 	if userID != "" && !strings.EqualFold(got.UserID, userID) {
-		return grant.Grant{}, billing.ErrNoGrant
+		return billing.Grant{}, billing.ErrNoGrant
 	}
 	return got, nil
 }
@@ -173,14 +173,14 @@ func (g *Grants) Get(ctx context.Context, userID, id string) (grant.Grant, error
 const maxListed = 500
 
 // List is the grants of userID ("" for everyone's), newest first.
-func (g *Grants) List(ctx context.Context, userID string) ([]grant.Grant, error) {
+func (g *Grants) List(ctx context.Context, userID string) ([]billing.Grant, error) {
 	states, err := dbq.New(g.db).ListGrants(ctx, dbq.ListGrantsParams{UserID: strings.ToLower(userID), Max: maxListed})
 	if err != nil {
 		return nil, err
 	}
-	list := make([]grant.Grant, 0, len(states))
+	list := make([]billing.Grant, 0, len(states))
 	for _, state := range states {
-		got, err := billing.StoredState[grant.Grant](billing.Stored{State: state})
+		got, err := billing.StoredState[billing.Grant](billing.Stored{State: state})
 		if err != nil {
 			return nil, err
 		}
@@ -192,7 +192,7 @@ func (g *Grants) List(ctx context.Context, userID string) ([]grant.Grant, error)
 // record has the pipeline apply the step typ of gr at at, and says whether it was
 // applied or already had been (a duplicate). An outcome that applied nothing (the grant's
 // plan went from the plans file meanwhile) is an error.
-func (g *Grants) record(ctx context.Context, typ string, gr grant.Grant, at time.Time) (string, error) {
+func (g *Grants) record(ctx context.Context, typ string, gr billing.Grant, at time.Time) (string, error) {
 	ev, body, err := grant.Event(typ, gr, at)
 	if err != nil {
 		return "", err
@@ -210,7 +210,7 @@ func (g *Grants) record(ctx context.Context, typ string, gr grant.Grant, at time
 
 // audit notes a grant or revocation in the audit log. A failure to note it is logged: the
 // step it notes is already applied.
-func (g *Grants) audit(ctx context.Context, by, action string, gr grant.Grant, reason string, err error) {
+func (g *Grants) audit(ctx context.Context, by, action string, gr billing.Grant, reason string, err error) {
 	result := "ok"
 	if err != nil {
 		result = "failed"

@@ -316,7 +316,7 @@ func TestConcurrentRevocationsKeepTheWinnersReason(t *testing.T) {
 			t.Fatal(err)
 		}
 		var stored struct {
-			Grant grant.Grant `json:"grant"`
+			Grant billing.Grant `json:"grant"`
 		}
 		if err := json.Unmarshal(payload, &stored); err != nil || stored.Grant.RevokeReason != won[0] {
 			t.Fatalf("the stored revocation says %q (%v), the one answered %q", stored.Grant.RevokeReason, err, won[0])

@@ -30,7 +30,7 @@ func (g *Grants) EndDue(ctx context.Context) (int, error) {
 			return ended, err
 		}
 		for _, state := range states {
-			due, err := billing.StoredState[grant.Grant](billing.Stored{State: state})
+			due, err := billing.StoredState[billing.Grant](billing.Stored{State: state})
 			if err != nil {
 				return ended, err
 			}
