@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/tollgate/tollgate/internal/jwks"
 )
 
 // User is the current user of an API request, built from the verified token's claims
@@ -134,7 +136,7 @@ func (v *Verifier) verifyUncached(ctx context.Context, raw string) (User, time.T
 		return v.keys.Key(ctx, t)
 	})
 	switch {
-	case errors.Is(err, ErrNoIdentityService):
+	case errors.Is(err, jwks.ErrNoURL):
 		return User{}, time.Time{}, ErrNoIdentityService
 	case errors.Is(err, ErrNoKeySet):
 		return User{}, time.Time{}, ErrNoKeySet

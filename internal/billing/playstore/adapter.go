@@ -15,6 +15,7 @@ import (
 	"google.golang.org/api/androidpublisher/v3"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/jwks"
 )
 
 // Config sets the adapter up.
@@ -41,7 +42,7 @@ type Config struct {
 // Adapter is Google Play's billing.Adapter.
 type Adapter struct {
 	cfg  Config
-	keys *pushKeys
+	keys *jwks.KeySet
 	api  *api
 }
 
@@ -60,7 +61,13 @@ func New(ctx context.Context, cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Adapter{cfg: cfg, keys: &pushKeys{url: cfg.PushJWKSURL, client: cfg.HTTPClient}, api: api}, nil
+	// Google's push keys, fetched on first need and again when a token names a key not
+	// held (Google rotates them), at most every 30 s whether the fetch worked or not, so
+	// that forgeries naming keys nobody holds cannot make tollgate fetch for each of them.
+	// A token whose key is held verifies at once, whatever a fetch in flight is doing.
+	keys := jwks.New(cfg.PushJWKSURL, jwks.Options{Client: cfg.HTTPClient, UnknownKIDInterval: 30 * time.Second,
+		OnDemandTimeout: 10 * time.Second, RefreshInterval: time.Hour, Name: "Google's push token keys"})
+	return &Adapter{cfg: cfg, keys: keys, api: api}, nil
 }
 
 func (a *Adapter) Provider() string { return billing.ProviderPlayStore }
