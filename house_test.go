@@ -41,6 +41,7 @@ var layers = map[string]int{
 	"internal/billing/plans":                   3, // the plan catalogue and the sync engine's mirror
 	"internal/billing/mirror":                  3,
 	"internal/billing/playstore/playstoretest": 3,
+	"internal/billing/appstore/appstoretest":   3,
 	"internal/billing/pipeline":                4, // the one ingestion path
 	"internal/billing/reader":                  4, // the one reader
 	"internal/billing/checkout":                5, // what the surfaces call

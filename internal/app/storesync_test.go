@@ -15,6 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/playstore/playstoretest"
@@ -30,13 +31,13 @@ var historyExpires = time.Now().Add(30 * 24 * time.Hour)
 
 // appStoreAPIEnv is a test environment hearing the App Store, with the stand-in for its
 // server API on a loopback port and its key in a .p8 file.
-func appStoreAPIEnv(t *testing.T) (map[string]string, *appstoredev.API) {
+func appStoreAPIEnv(t *testing.T) (map[string]string, *appstoretest.API) {
 	t.Helper()
 	chain, err := appstoredev.New(appstoredev.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := appstoredev.NewAPI(chain, "com.example.app", "Production")
+	s, err := appstoretest.New(chain, "com.example.app", "Production")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func appStoreAPIEnv(t *testing.T) (map[string]string, *appstoredev.API) {
 }
 
 // notify has the stand-in send a notification about historyUser's subscription, signed ago.
-func notify(t *testing.T, s *appstoredev.API, id, typ string, ago time.Duration) []byte {
+func notify(t *testing.T, s *appstoretest.API, id, typ string, ago time.Duration) []byte {
 	t.Helper()
 	now := time.Now()
 	body, err := s.Send(appstoredev.Notification{UUID: id, Type: typ, BundleID: "com.example.app", Signed: now.Add(-ago),
@@ -258,7 +259,7 @@ func TestReconcilePlayStoreByHand(t *testing.T) {
 func TestReconcileAppStoreWithAWrongKey(t *testing.T) {
 	t.Parallel()
 	env, s := appStoreAPIEnv(t)
-	other, err := appstoredev.NewAPI(s.Chain, "com.example.app", "Production")
+	other, err := appstoretest.New(s.Chain, "com.example.app", "Production")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +391,7 @@ func TestAKilledPassIsTakenUpByAnotherInstance(t *testing.T) {
 
 // notifySubscription has the stand-in send a subscription of its own, signed a minute ago,
 // whose status Apple's API then answers.
-func notifySubscription(t *testing.T, s *appstoredev.API, id string) []byte {
+func notifySubscription(t *testing.T, s *appstoretest.API, id string) []byte {
 	t.Helper()
 	tx := appstoredev.Transaction{OriginalTransactionID: "7100-" + id, TransactionID: "7100-" + id + "-1", BundleID: "com.example.app",
 		ProductID: "com.example.app.pro.monthly", AppAccountToken: historyUser, Expires: historyExpires}

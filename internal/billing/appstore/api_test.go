@@ -12,18 +12,19 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 )
 
 // standIn is the App Store Server API's stand-in on a loopback port, and a client of it
 // with the stand-in's key.
-func standIn(t *testing.T) (*appstoredev.API, *appstore.API) {
+func standIn(t *testing.T) (*appstoretest.API, *appstore.API) {
 	t.Helper()
 	s, _, api := billingtest.AppStoreAPI(t)
 	return s, api
 }
 
-func client(t *testing.T, chain *appstoredev.Chain, s *appstoredev.API, base string, p8 []byte, pace float64) *appstore.API {
+func client(t *testing.T, chain *appstoredev.Chain, s *appstoretest.API, base string, p8 []byte, pace float64) *appstore.API {
 	t.Helper()
 	a, err := appstore.New(appstore.Config{BundleID: billingtest.Bundle, RootCerts: chain.RootPEM(), Environments: []string{"Production"}})
 	if err != nil {
@@ -106,11 +107,11 @@ func TestAPIHistoryIsVerifiedLikeANotification(t *testing.T) {
 // naming the settings to check, and is not retried.
 func TestAPIKeyRefusedIsNotRetried(t *testing.T) {
 	chain := billingtest.NewChain(t)
-	s, err := appstoredev.NewAPI(chain, billingtest.Bundle, "Production")
+	s, err := appstoretest.New(chain, billingtest.Bundle, "Production")
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := appstoredev.NewAPI(chain, billingtest.Bundle, "Production")
+	other, err := appstoretest.New(chain, billingtest.Bundle, "Production")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestAPISubscriptionStatus(t *testing.T) {
 // own limit.
 func TestAPIPacesItsRequests(t *testing.T) {
 	chain := billingtest.NewChain(t)
-	s, err := appstoredev.NewAPI(chain, billingtest.Bundle, "Production")
+	s, err := appstoretest.New(chain, billingtest.Bundle, "Production")
 	if err != nil {
 		t.Fatal(err)
 	}

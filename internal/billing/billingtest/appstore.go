@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
 )
 
 // Bundle is the app's bundle id and Play package name in every store test.
@@ -64,18 +65,18 @@ func AppStoreNotification(id, typ, subtype, sub, user string, signed, expires ti
 // AppStoreAPI is the App Store's stand-in for its server API on a loopback port, the
 // adapter pinned to its chain (add it with WithAdapters), and a client of the API with the
 // stand-in's key, in Production.
-func AppStoreAPI(t testing.TB) (*appstoredev.API, *appstore.Adapter, *appstore.API) {
+func AppStoreAPI(t testing.TB) (*appstoretest.API, *appstore.Adapter, *appstore.API) {
 	return AppStoreAPIIn(t, "Production")
 }
 
 // AppStoreAPIIn is AppStoreAPI in environment (Production or Sandbox): the stand-in's
 // history, the adapter's applied environment and the client's. The stand-in measures its
 // history window from Now; a client's retries wait a millisecond, doubling.
-func AppStoreAPIIn(t testing.TB, environment string) (*appstoredev.API, *appstore.Adapter, *appstore.API) {
+func AppStoreAPIIn(t testing.TB, environment string) (*appstoretest.API, *appstore.Adapter, *appstore.API) {
 	t.Helper()
 	chain := NewChain(t)
 	a := appStoreAdapter(t, chain, environment)
-	s, err := appstoredev.NewAPI(chain, Bundle, environment)
+	s, err := appstoretest.New(chain, Bundle, environment)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/db"
@@ -17,7 +18,7 @@ import (
 
 // appStoreHistory is the App Store with the stand-in for its server API, and a reader of
 // the stand-in's notification history of the day before billingtest.Now.
-func appStoreHistory(t *testing.T, d *db.DB) (*billingtest.Harness, *appstoredev.API, pipeline.HistoryReader) {
+func appStoreHistory(t *testing.T, d *db.DB) (*billingtest.Harness, *appstoretest.API, pipeline.HistoryReader) {
 	t.Helper()
 	s, a, api := billingtest.AppStoreAPI(t)
 	read := func(ctx context.Context, page string) (billing.HistoryPage, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/reconcile"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
@@ -24,7 +25,7 @@ import (
 // chain; the adapter applies every one of them, and each has a client.
 type appleStores struct {
 	h       *billingtest.Harness
-	stands  map[string]*appstoredev.API
+	stands  map[string]*appstoretest.API
 	clients []*appstore.API
 }
 
@@ -35,9 +36,9 @@ func newAppleStores(t *testing.T, environments ...string) *appleStores {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &appleStores{h: billingtest.New(t, dbtest.SQLite(t), billingtest.WithAdapters(a)), stands: map[string]*appstoredev.API{}}
+	s := &appleStores{h: billingtest.New(t, dbtest.SQLite(t), billingtest.WithAdapters(a)), stands: map[string]*appstoretest.API{}}
 	for _, env := range environments {
-		stand, err := appstoredev.NewAPI(chain, billingtest.Bundle, env)
+		stand, err := appstoretest.New(chain, billingtest.Bundle, env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +101,7 @@ func TestApplesAnswersAreReadAsAppleDefinesThem(t *testing.T) {
 		for _, sub := range []string{"9100001", "9100002", "9100003", "9100004", "9100005"} {
 			s.subscribe(t, "Production", sub, appstore.StatusExpired)
 		}
-		s.stands["Production"].FailSubscription("9100002", true, appstoredev.Fault{Status: 500, Code: 5000000})
+		s.stands["Production"].FailSubscription("9100002", true, appstoretest.Fault{Status: 500, Code: 5000000})
 		res, err := s.reconciler().Pass(context.Background(), false)
 		if err != nil || res.Checked != 4 || res.Failed != 1 || res.Repaired != 4 {
 			t.Fatalf("%+v %v: want the other four checked and repaired, one failed", res, err)
@@ -116,7 +117,7 @@ func TestApplesAnswersAreReadAsAppleDefinesThem(t *testing.T) {
 		t.Parallel()
 		s := newAppleStores(t, "Production")
 		s.subscribe(t, "Production", "9100011", appstore.StatusExpired)
-		s.stands["Production"].FailSubscription("9100011", false, appstoredev.Fault{Status: 404, Code: 4040006})
+		s.stands["Production"].FailSubscription("9100011", false, appstoretest.Fault{Status: 404, Code: 4040006})
 		res, err := s.reconciler().Pass(context.Background(), false)
 		if err != nil || res.Checked != 1 || res.Repaired != 1 || res.Unresolved != 0 || res.Failed != 0 {
 			t.Fatalf("%+v %v", res, err)
@@ -130,7 +131,7 @@ func TestApplesAnswersAreReadAsAppleDefinesThem(t *testing.T) {
 		s := newAppleStores(t, "Production")
 		s.subscribe(t, "Production", "9100021", appstore.StatusExpired)
 		s.subscribe(t, "Production", "9100022", appstore.StatusExpired)
-		s.stands["Production"].FailSubscription("9100021", true, appstoredev.Fault{Status: 404, Code: 4040002})
+		s.stands["Production"].FailSubscription("9100021", true, appstoretest.Fault{Status: 404, Code: 4040002})
 		res, err := s.reconciler().Pass(context.Background(), false)
 		if err != nil || res.Checked != 1 || res.Failed != 1 || res.Unresolved != 0 {
 			t.Fatalf("%+v %v: want one failed, not unresolved", res, err)
@@ -142,7 +143,7 @@ func TestApplesAnswersAreReadAsAppleDefinesThem(t *testing.T) {
 		s.subscribe(t, "Production", "9100031", appstore.StatusActive)
 		s.subscribe(t, "Production", "9100032", appstore.StatusActive)
 		for _, sub := range []string{"9100031", "9100032"} {
-			s.stands["Production"].FailSubscription(sub, true, appstoredev.Fault{Status: 404, Code: 4040003})
+			s.stands["Production"].FailSubscription(sub, true, appstoretest.Fault{Status: 404, Code: 4040003})
 		}
 		_, err := s.reconciler().Pass(context.Background(), false)
 		if err == nil || !strings.Contains(err.Error(), "APPSTORE_BUNDLE_ID") || !strings.Contains(err.Error(), "Production") {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/reconcile"
@@ -17,7 +17,7 @@ import (
 
 // history is the App Store's history catch-up over the stand-in for its server API, at
 // billingtest.Now.
-func history(t *testing.T, d *db.DB) (*billingtest.Harness, *appstoredev.API, *reconcile.History) {
+func history(t *testing.T, d *db.DB) (*billingtest.Harness, *appstoretest.API, *reconcile.History) {
 	t.Helper()
 	s, a, api := billingtest.AppStoreAPI(t)
 	h := billingtest.New(t, d, billingtest.WithAdapters(a))

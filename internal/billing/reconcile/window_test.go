@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
+	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/reconcile"
@@ -21,7 +21,7 @@ import (
 // historyIn is the App Store's history catch-up in environment, over a stand-in whose
 // clock runs ahead of tollgate's by ahead (the time a request takes to reach Apple, or a
 // clock that differs), with the oldest stored App Store event a year old.
-func historyIn(t *testing.T, d *db.DB, environment string, ahead time.Duration) (*billingtest.Harness, *appstoredev.API, *reconcile.History) {
+func historyIn(t *testing.T, d *db.DB, environment string, ahead time.Duration) (*billingtest.Harness, *appstoretest.API, *reconcile.History) {
 	t.Helper()
 	s, a, api := billingtest.AppStoreAPIIn(t, environment)
 	s.Clock = func() time.Time { return billingtest.Now.Add(ahead) }
@@ -94,7 +94,7 @@ func TestAFirstCatchUpStaysInsideTheStoresWindow(t *testing.T) {
 }
 
 // sendMany sends n renewals, a minute apart from an hour before billingtest.Now.
-func sendMany(t *testing.T, s *appstoredev.API, n int) {
+func sendMany(t *testing.T, s *appstoretest.API, n int) {
 	t.Helper()
 	for i := range n {
 		r := billingtest.AppStoreNotification(fmt.Sprintf("many-%02d", i), "DID_RENEW", "", "7000002", billingtest.FixtureUser,

@@ -22,8 +22,9 @@ import (
 const historyPage = 20
 
 // API stands in for the App Store Server API: it keeps the notifications "sent" as their
-// history and each subscription's status, checks every request's token as Apple does, and
-// can be made to throttle. Its In-App Purchase key is made on New; PrivateKeyPEM is its .p8.
+// history and each subscription's status, and checks every request's token as Apple does:
+// Apple on a good day (appstoretest adds its faults, for tests). Its In-App Purchase key is
+// made on New; PrivateKeyPEM is its .p8.
 type API struct {
 	Chain                     *Chain
 	KeyID, IssuerID, BundleID string
@@ -37,11 +38,7 @@ type API struct {
 	mu       sync.Mutex
 	history  []sent // in the order they were sent
 	statuses map[string]status
-	throttle []time.Time // the Retry-After of each 429 to answer next; zero: none given
-	requests []time.Time
-	refusals []string
-	tokens   []string // each request's bearer token, in order
-	faults   faults
+	refusals []string // why each refused token was
 }
 
 // sent is a notification in the history: its signed payload, and its signedDate read once.
@@ -68,7 +65,7 @@ func NewAPI(chain *Chain, bundleID, environment string) (*API, error) {
 	return &API{
 		Chain: chain, KeyID: "TESTKEY123", IssuerID: "57246542-96fe-1a63-e053-0824d011072a", BundleID: bundleID, Environment: environment,
 		PrivateKeyPEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), key: key, statuses: map[string]status{},
-		Clock: time.Now, faults: faults{subscriptions: map[string][]Fault{}},
+		Clock: time.Now,
 	}, nil
 }
 
@@ -133,19 +130,11 @@ func (a *API) SetStatus(s Status) error {
 	return nil
 }
 
-// Throttle makes the next request answer 429, with Retry-After naming retryAt in UNIX
-// milliseconds (none when zero).
-func (a *API) Throttle(retryAt time.Time) {
+// Refusals say why each refused token was, in order.
+func (a *API) Refusals() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.throttle = append(a.throttle, retryAt)
-}
-
-// Requests are when each request reached the stand-in, and why each refused token was.
-func (a *API) Requests() ([]time.Time, []string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.requests), slices.Clone(a.refusals)
+	return slices.Clone(a.refusals)
 }
 
 // Handler serves the App Store Server API's routes the stand-in knows.
@@ -154,32 +143,11 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("POST /inApps/v1/notifications/history", a.notificationHistory)
 	mux.HandleFunc("GET /inApps/v1/subscriptions/{id}", a.subscriptionStatuses)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.mu.Lock()
-		a.requests = append(a.requests, time.Now())
-		a.tokens = append(a.tokens, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
-		var throttled *time.Time
-		if len(a.throttle) > 0 {
-			throttled = &a.throttle[0]
-			a.throttle = a.throttle[1:]
-		}
-		refuseKeys := a.faults.refuseKeys
-		a.mu.Unlock()
-		if refuseKeys {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
 		if err := a.checkToken(r); err != nil {
 			a.mu.Lock()
 			a.refusals = append(a.refusals, err.Error())
 			a.mu.Unlock()
 			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		if throttled != nil {
-			if !throttled.IsZero() {
-				w.Header().Set("Retry-After", strconv.FormatInt(throttled.UnixMilli(), 10))
-			}
-			writeJSON(w, http.StatusTooManyRequests, map[string]any{"errorCode": 4290000, "errorMessage": "Rate limit exceeded."})
 			return
 		}
 		mux.ServeHTTP(w, r)
@@ -254,7 +222,6 @@ func (a *API) notificationHistory(w http.ResponseWriter, r *http.Request) {
 	}
 	if from+historyPage < len(selected) {
 		page["hasMore"], page["paginationToken"] = true, strconv.Itoa(from+historyPage)
-		a.pageFault(page, from)
 	}
 	writeJSON(w, http.StatusOK, page)
 }
@@ -282,10 +249,6 @@ func (a *API) checkDates(start, end int64) (int64, string) {
 // subscriptionStatuses is Get All Subscription Statuses for one original transaction.
 func (a *API) subscriptionStatuses(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if f, ok := a.subscriptionFault(id); ok {
-		writeJSON(w, f.Status, map[string]any{"errorCode": f.Code, "errorMessage": "A fault of the stand-in's."})
-		return
-	}
 	a.mu.Lock()
 	s, ok := a.statuses[id]
 	a.mu.Unlock()
