@@ -15,7 +15,6 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/playstore"
-	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
 	"github.com/tollgate/tollgate/internal/billing/playstore/playstoretest"
 	"github.com/tollgate/tollgate/internal/billing/reconcile"
 	"github.com/tollgate/tollgate/internal/db"
@@ -105,8 +104,8 @@ func TestPlayRidesOutGooglesLimits(t *testing.T) {
 		g.SetPurchase(token, billingtest.PlayOrder("SUBSCRIPTION_STATE_EXPIRED", userN(850+int(token[4]-'a')), billingtest.Now.Add(-time.Hour), "GPA.85"+token[4:]+"..1"))
 	}
 	g.Void(androidpublisher.VoidedPurchase{PurchaseToken: "tok-x", OrderId: "GPA.85x", VoidedTimeMillis: billingtest.Now.Add(-time.Hour).UnixMilli()})
-	g.FailNext(playdev.CallVoided, playdev.Failure{Status: 503})
-	g.FailNext(playdev.CallSubscription, playdev.Failure{Status: 429, RetryAfter: "1"})
+	g.FailNext(playstoretest.CallVoided, playstoretest.Failure{Status: 503})
+	g.FailNext(playstoretest.CallSubscription, playstoretest.Failure{Status: 429, RetryAfter: "1"})
 
 	voids := reconcile.NewHistory(d, h.Svc.Pipeline, h.Log, reconcile.HistoryOptions{Provider: billing.ProviderPlayStore, Environment: "voided",
 		MaxBack: playstore.VoidedKept, Read: a.VoidedPurchases, Clock: h.Clock})

@@ -46,23 +46,13 @@ type Google struct {
 	products  map[string]*androidpublisher.ProductPurchase
 	acks      map[string]int
 	ackedAs   map[string]string // the subscription id each token's last acknowledgement named
-	down      bool
 	// voided are the voided purchases listed.
 	voided []*androidpublisher.VoidedPurchase
 	// reads are when each purchase was read (subscriptionsv2.get, products.get).
 	reads []time.Time
-	// keysHeld, while not nil, holds every request for the push keys until it is closed;
-	// keyRequests counts those requests; keysDown makes them fail (outage tests).
-	keysHeld    chan struct{}
-	keyRequests int
-	keysDown    bool
 	// Clock is the stand-in's now, which the voided list's window is measured from
 	// (default time.Now).
 	Clock func() time.Time
-	// failNext are the answers queued for the next calls, by call (faults.go);
-	// voidedPaging breaks the voided list's page tokens.
-	failNext     map[string][]Failure
-	voidedPaging string
 }
 
 // New makes a stand-in with a fresh push key.
@@ -72,7 +62,7 @@ func New(cfg Config) (*Google, error) {
 		return nil, err
 	}
 	return &Google{cfg: cfg, pushKey: key, purchases: map[string]*androidpublisher.SubscriptionPurchaseV2{},
-		products: map[string]*androidpublisher.ProductPurchase{}, acks: map[string]int{}, ackedAs: map[string]string{}, Clock: time.Now, failNext: map[string][]Failure{}}, nil
+		products: map[string]*androidpublisher.ProductPurchase{}, acks: map[string]int{}, ackedAs: map[string]string{}, Clock: time.Now}, nil
 }
 
 // Handler serves the stand-in's routes, relative to its base URL.
@@ -194,22 +184,7 @@ func (g *Google) addPurchase(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(PurchaseAdded{PushToken: g.PushToken(g.pushClaims(time.Now()), nil)})
 }
 
-func (g *Google) certs(w http.ResponseWriter, r *http.Request) {
-	g.mu.Lock()
-	g.keyRequests++
-	held, down := g.keysHeld, g.keysDown
-	g.mu.Unlock()
-	if held != nil {
-		select {
-		case <-held:
-		case <-r.Context().Done():
-			return
-		}
-	}
-	if down {
-		http.Error(w, "unavailable", http.StatusServiceUnavailable)
-		return
-	}
+func (g *Google) certs(w http.ResponseWriter, _ *http.Request) {
 	pub := g.pushKey.PublicKey
 	json.NewEncoder(w).Encode(map[string]any{"keys": []map[string]string{{
 		"kty": "RSA", "alg": "RS256", "use": "sig", "kid": "push-key-1",
@@ -230,26 +205,17 @@ func (g *Google) token(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(map[string]any{"access_token": accessToken, "token_type": "Bearer", "expires_in": 3600})
 }
 
-// authorized answers 401 or 503 as Google would, and says whether to go on.
+// authorized answers 401 as Google would without the access token, and says whether to
+// go on.
 func (g *Google) authorized(w http.ResponseWriter, r *http.Request) bool {
-	g.mu.Lock()
-	down := g.down
-	g.mu.Unlock()
-	switch {
-	case r.Header.Get("Authorization") != "Bearer "+accessToken:
+	if r.Header.Get("Authorization") != "Bearer "+accessToken {
 		apiError(w, http.StatusUnauthorized, "unauthenticated")
-	case down:
-		apiError(w, http.StatusServiceUnavailable, "backendError")
-	default:
-		return true
+		return false
 	}
-	return false
+	return true
 }
 
 func (g *Google) subscription(w http.ResponseWriter, r *http.Request) {
-	if g.failed(w, CallSubscription) {
-		return
-	}
 	serveKnown(g, w, r, g.purchases)
 }
 

@@ -9,10 +9,12 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
 )
 
-// Google is the stand-in, serving at URL until the test ends.
+// Google is the stand-in, serving at URL behind Google's faults (faults.go) until the test
+// ends.
 type Google struct {
 	*playdev.Google
-	URL string
+	URL    string
+	faults faults
 }
 
 // Start serves a stand-in until the test ends. Its push tokens name no particular
@@ -23,9 +25,11 @@ func Start(t testing.TB) *Google {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(g.Handler())
+	s := &Google{Google: g, faults: faults{failNext: map[string][]Failure{}}}
+	srv := httptest.NewServer(s.behindFaults(g.Handler()))
 	t.Cleanup(srv.Close)
-	return &Google{Google: g, URL: srv.URL}
+	s.URL = srv.URL
+	return s
 }
 
 // JWKSURL serves the push tokens' keys.
