@@ -1,31 +1,25 @@
 package app
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/adapty"
-	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/checkout"
 	"github.com/tollgate/tollgate/internal/billing/grant"
 	"github.com/tollgate/tollgate/internal/billing/grants"
 	"github.com/tollgate/tollgate/internal/billing/mirror"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/plans"
-	"github.com/tollgate/tollgate/internal/billing/playstore"
-	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
 	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/billing/webhooks"
 	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 // billingParts is billing as the configuration wires it: the pipeline that applies the
@@ -40,95 +34,9 @@ type billingParts struct {
 	grants *grants.Grants
 }
 
-// provider is a store tollgate can hear: its name, whether the configuration turns it on,
-// and its adapter as the configuration sets it up.
-type provider struct {
-	name    string
-	on      func(config.Config) bool
-	adapter func(config.Config) (billing.Adapter, error)
-}
-
-// providers are the stores tollgate can hear. A new one is one more line here.
-func providers() []provider {
-	always := func(config.Config) bool { return true }
-	return []provider{
-		{billing.ProviderWeb, always, func(cfg config.Config) (billing.Adapter, error) { return stripe.New(cfg.WebWebhookSecret), nil }},
-		{billing.ProviderMobile, always, func(cfg config.Config) (billing.Adapter, error) {
-			return adapty.New(cfg.MobileWebhookSecret, cfg.MobileEventAliases), nil
-		}},
-		{billing.ProviderAppStore, func(cfg config.Config) bool { return cfg.AppStore.BundleID != "" }, appStoreAdapter},
-		{billing.ProviderPlayStore, func(cfg config.Config) bool { return cfg.PlayStore.PackageName != "" }, playStoreAdapter},
-	}
-}
-
-// adapters are the adapters of the providers the configuration turns on.
-func adapters(cfg config.Config) ([]billing.Adapter, error) {
-	var list []billing.Adapter
-	for _, p := range providers() {
-		if !p.on(cfg) {
-			continue
-		}
-		a, err := p.adapter(cfg)
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, a)
-	}
-	return list, nil
-}
-
-// providerNames are every provider's name, for the flags that take one.
-func providerNames() []string {
-	var names []string
-	for _, p := range providers() {
-		names = append(names, p.name)
-	}
-	return names
-}
-
-// appStoreAdapter is the App Store's adapter, with the roots of APPSTORE_ROOT_CERTS when set.
-func appStoreAdapter(cfg config.Config) (billing.Adapter, error) {
-	c := appstore.Config{BundleID: cfg.AppStore.BundleID, Environments: cfg.AppStore.Environments}
-	if path := cfg.AppStore.RootCerts; path != "" {
-		roots, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("APPSTORE_ROOT_CERTS: %w", err)
-		}
-		if len(bytes.TrimSpace(roots)) == 0 {
-			return nil, fmt.Errorf("APPSTORE_ROOT_CERTS: %s is empty; want the root certificates (PEM or DER) to verify App Store notifications against", path)
-		}
-		c.RootCerts = roots
-	}
-	a, err := appstore.New(c)
-	if err != nil {
-		return nil, fmt.Errorf("APPSTORE_ROOT_CERTS: %w", err)
-	}
-	return a, nil
-}
-
-// playStoreAdapter is Google Play's adapter, with the service account key of
-// PLAY_SERVICE_ACCOUNT_JSON, or one for the development stand-in.
-func playStoreAdapter(cfg config.Config) (billing.Adapter, error) {
-	play := cfg.PlayStore
-	var key []byte
-	var err error
-	if play.Dev {
-		key, err = playdev.ServiceAccountJSON(play.APIBase) // the stand-in grants any
-	} else if key, err = os.ReadFile(play.ServiceAccountJSON); err != nil {
-		err = fmt.Errorf("PLAY_SERVICE_ACCOUNT_JSON: %w", err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return playstore.New(context.Background(), playstore.Config{
-		PackageName: play.PackageName, PushAudience: play.PushAudience, PushServiceAccount: play.PushServiceAccount,
-		PushJWKSURL: play.PushJWKSURL, ServiceAccountJSON: key, APIBase: play.APIBase,
-	})
-}
-
 func newBilling(d *db.DB, e env, reg prometheus.Registerer) (*billingParts, error) {
 	cfg := e.cfg
-	all, err := adapters(cfg)
+	all, err := stores.Adapters(cfg)
 	if err != nil {
 		return nil, err
 	}

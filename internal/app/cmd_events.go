@@ -12,12 +12,13 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 func cmdEventsReplay(fs *flag.FlagSet) command {
 	var filter pipeline.ReplayFilter
 	var since string
-	providers := append(providerNames(), billing.ProviderGrant) // a grant's steps replay too
+	providers := append(stores.Names(), billing.ProviderGrant) // a grant's steps replay too
 	fs.StringVar(&filter.Provider, "provider", "", "only events of this provider: "+oneOf(providers))
 	fs.StringVar(&since, "since", "", "only events first received at or after this RFC 3339 time")
 	fs.StringVar(&filter.EventID, "id", "", "only the event with this provider event id")

@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/config"
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 func cmdServe(*flag.FlagSet) command {
@@ -86,15 +87,15 @@ func onOff(on bool) string {
 // development stand-in said as such.
 func (s *Server) providersOn() string {
 	var on []string
-	for _, p := range providers() {
-		if !p.on(s.cfg) {
+	for _, p := range stores.All() {
+		if !p.On(s.cfg) {
 			continue
 		}
-		name := p.name
-		if p.name == billing.ProviderPlayStore && s.cfg.PlayStore.Dev {
+		name := p.Name
+		if p.Name == billing.ProviderPlayStore && s.cfg.PlayStore.Dev {
 			name += " (development stand-in)"
 		}
-		if p.name == billing.ProviderWeb && s.cfg.WebIngestion == config.IngestSyncEngine {
+		if p.Name == billing.ProviderWeb && s.cfg.WebIngestion == config.IngestSyncEngine {
 			name += " (sync_engine)"
 		}
 		on = append(on, name)

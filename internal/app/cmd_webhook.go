@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/billing/webhooks"
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 func cmdWebhookSend(fs *flag.FlagSet) command {
@@ -45,7 +46,7 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 		required: []string{"provider"},
 		check: func([]string) error {
 			if _, ok := testEvents[provider]; !ok {
-				return fmt.Errorf("--provider: want %s, got %q", oneOf(providerNames()), provider)
+				return fmt.Errorf("--provider: want %s, got %q", oneOf(stores.Names()), provider)
 			}
 			if _, ok := signatureHeaders[header]; !ok {
 				return fmt.Errorf("--header: want web or stripe, got %q", header)
