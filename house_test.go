@@ -42,7 +42,7 @@ var layers = map[string]int{
 	"internal/billing/mirror":                  3,
 	"internal/billing/playstore/playstoretest": 3,
 	"internal/billing/appstore/appstoretest":   3,
-	"internal/stores":                          3, // the list of the stores, one file each
+	"internal/stores":                          4, // the list of the stores, one file each
 	"internal/billing/pipeline":                4, // the one ingestion path
 	"internal/billing/reader":                  4, // the one reader
 	"internal/billing/checkout":                5, // what the surfaces call

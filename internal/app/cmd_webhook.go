@@ -4,21 +4,15 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/adapty"
-	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
-	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/billing/webhooks"
 	"github.com/tollgate/tollgate/internal/stores"
@@ -45,13 +39,13 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 			"Exits non-zero unless the server answers 2xx.",
 		required: []string{"provider"},
 		check: func([]string) error {
-			if _, ok := testEvents[provider]; !ok {
+			if _, ok := stores.ByName(provider); !ok {
 				return fmt.Errorf("--provider: want %s, got %q", oneOf(stores.Names()), provider)
 			}
 			if _, ok := signatureHeaders[header]; !ok {
 				return fmt.Errorf("--header: want web or stripe, got %q", header)
 			}
-			if file == "" && provider != billing.ProviderPlayStore {
+			if store, _ := stores.ByName(provider); file == "" && store.TestEvents.New == nil {
 				return errors.New("--file is required")
 			}
 			return nil
@@ -64,7 +58,7 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 			if url == "" {
 				url = e.cfg.PublicURL + "/" + e.cfg.BillingMount + "/webhooks/" + provider
 			}
-			req, err := signedRequest(ctx, e, provider, signatureHeaders[header], url, body)
+			req, err := deliveryRequest(ctx, e, provider, signatureHeaders[header], url, body)
 			if err != nil {
 				return err
 			}
@@ -83,60 +77,39 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 	}
 }
 
-// testEventBody is the event to send: the file, or for Google Play without one a new
-// purchase, with --user's and --now's edits.
+// testEventBody is the event to send: the file, or without one the store's new purchase,
+// with --user's and --now's edits.
 func testEventBody(e env, provider, file, user string, now bool) ([]byte, error) {
+	events := storeOf(provider).TestEvents
 	if file == "" {
-		return newPlayPurchase(e, user)
+		return events.New(e.cfg, user)
 	}
 	body, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	if shape := shapeOf(body); shape != "" && shape != provider {
-		return nil, fmt.Errorf("%s holds a %s event (%s), not a %s one: send it with --provider %s", file, shape, providerBrand[shape], provider, shape)
+	if shape := stores.ShapeOf(body); shape != "" && shape != provider {
+		return nil, fmt.Errorf("%s holds a %s event (%s), not a %s one: send it with --provider %s", file, shape, storeOf(shape).TestEvents.Shape, provider, shape)
 	}
 	if user != "" {
-		if body, err = testEvents[provider].forUser(body, user); err != nil {
+		if body, err = events.ForUser(body, user); err != nil {
 			return nil, fmt.Errorf("--user: %w", err)
 		}
 	}
 	if now {
-		if body, err = testEvents[provider].moveToNow(body, time.Now()); err != nil {
+		if body, err = events.MoveToNow(body, time.Now()); err != nil {
 			return nil, fmt.Errorf("--now: %w", err)
 		}
 	}
 	return body, nil
 }
 
-// signedRequest is the POST of body to url as provider sends it: signed (web, the App
-// Store) or authorised (mobile) with what this configuration holds.
-func signedRequest(ctx context.Context, e env, provider, signatureHeader, url string, body []byte) (*http.Request, error) {
-	header := http.Header{"Content-Type": {"application/json"}}
-	switch provider {
-	case billing.ProviderWeb:
-		if e.cfg.WebWebhookSecret == "" {
-			return nil, errors.New("WEB_WEBHOOK_SECRET is not set")
-		}
-		header.Set(signatureHeader, stripe.SignHeader(e.cfg.WebWebhookSecret, time.Now(), body))
-	case billing.ProviderMobile:
-		if e.cfg.MobileWebhookSecret == "" {
-			return nil, errors.New("MOBILE_WEBHOOK_SECRET is not set")
-		}
-		header.Set("Authorization", e.cfg.MobileWebhookSecret)
-	case billing.ProviderAppStore:
-		signed, err := signAppStore(e, body)
-		if err != nil {
-			return nil, err
-		}
-		body = signed
-	case billing.ProviderPlayStore:
-		push, token, err := pushPlay(ctx, e, body)
-		if err != nil {
-			return nil, err
-		}
-		body = push
-		header.Set("Authorization", "Bearer "+token)
+// deliveryRequest is the POST of body to url as provider delivers it: signed (web, the App
+// Store), authorised (mobile) or pushed (Google Play) with what this configuration holds.
+func deliveryRequest(ctx context.Context, e env, provider, signatureHeader, url string, body []byte) (*http.Request, error) {
+	body, header, err := storeOf(provider).TestEvents.Deliver(ctx, stores.Delivery{Config: e.cfg, Body: body, SignatureHeader: signatureHeader, Stderr: e.stderr})
+	if err != nil {
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -146,60 +119,25 @@ func signedRequest(ctx context.Context, e env, provider, signatureHeader, url st
 	return req, nil
 }
 
-// signAppStore signs a decoded App Store notification with the local test chain at
-// APPSTORE_TEST_CHAIN, made on first use, and says which roots the server must pin.
-func signAppStore(e env, body []byte) ([]byte, error) {
-	path := e.cfg.AppStore.TestChain
-	chain, err := appstoredev.Load(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		if chain, err = appstoredev.New(appstoredev.Options{}); err == nil {
-			if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
-				err = chain.Save(path)
-			}
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("APPSTORE_TEST_CHAIN: %w", err)
-	}
-	fmt.Fprintf(e.stderr, "signed with the App Store test chain %s: the server verifies it with %s\n", path, appStoreSettings(e))
-	var decoded map[string]any
-	if err := json.Unmarshal(body, &decoded); err != nil {
-		return nil, errors.New("the file is not a JSON object")
-	}
-	return chain.SignDecoded(decoded)
+// storeOf is the store named provider, which the flags' check has made sure of.
+func storeOf(provider string) stores.Store {
+	s, _ := stores.ByName(provider)
+	return s
 }
 
-var signatureHeaders = map[string]string{"web": stripe.HeaderWebSignature, "stripe": stripe.HeaderStripeSignature}
-
-// testEvents are each provider's ways with a test event: whether a body looks like one of
-// its events, and the edits --user and --now make.
-var testEvents = map[string]struct {
-	looksLike func(map[string]json.RawMessage) bool
-	forUser   func(body []byte, userID string) ([]byte, error)
-	moveToNow func(body []byte, now time.Time) ([]byte, error)
-}{
-	billing.ProviderWeb:       {stripe.LooksLike, stripe.ForUser, stripe.MoveToNow},
-	billing.ProviderMobile:    {adapty.LooksLike, adapty.ForUser, adapty.MoveToNow},
-	billing.ProviderAppStore:  {appstoredev.LooksLike, appstoredev.ForUser, appstoredev.MoveToNow},
-	billing.ProviderPlayStore: {playdev.LooksLike, playdev.ForUser, playdev.MoveToNow},
-}
-
-// shapeOf says which provider's event a JSON body looks like, or "" when it cannot tell.
-func shapeOf(body []byte) string {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(body, &top) != nil {
+// notHeard is what to add to a refusal of a store's event that means the server does not
+// hear that store as the command sends it: the settings to restart it with.
+func notHeard(e env, provider string, status int) string {
+	if status != http.StatusNotFound && status != http.StatusUnauthorized {
 		return ""
 	}
-	for _, provider := range []string{billing.ProviderWeb, billing.ProviderMobile, billing.ProviderAppStore, billing.ProviderPlayStore} {
-		if testEvents[provider].looksLike(top) {
-			return provider
-		}
+	if hint := storeOf(provider).TestEvents.NotHeard(e.cfg); hint != "" {
+		return "; " + hint
 	}
 	return ""
 }
 
-var providerBrand = map[string]string{billing.ProviderWeb: "Stripe-shaped", billing.ProviderMobile: "Adapty-shaped",
-	billing.ProviderAppStore: "App Store, written decoded", billing.ProviderPlayStore: "Google Play notification and purchase"}
+var signatureHeaders = map[string]string{"web": stripe.HeaderWebSignature, "stripe": stripe.HeaderStripeSignature}
 
 // outcomeMeaning says in words what each webhook outcome means for the sender.
 var outcomeMeaning = map[string]string{

@@ -1,6 +1,10 @@
 package stores
 
 import (
+	"context"
+	"errors"
+	"net/http"
+
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/adapty"
 	"github.com/tollgate/tollgate/internal/config"
@@ -10,4 +14,15 @@ import (
 // MOBILE_WEBHOOK_SECRET.
 var mobile = Store{Name: billing.ProviderMobile, On: always, Adapter: func(cfg config.Config) (billing.Adapter, error) {
 	return adapty.New(cfg.MobileWebhookSecret, cfg.MobileEventAliases), nil
+}, TestEvents: TestEvents{
+	Shape: "Adapty-shaped", LooksLike: adapty.LooksLike, ForUser: adapty.ForUser, MoveToNow: adapty.MoveToNow,
+	Deliver: func(_ context.Context, d Delivery) ([]byte, http.Header, error) {
+		if d.Config.MobileWebhookSecret == "" {
+			return nil, nil, errors.New("MOBILE_WEBHOOK_SECRET is not set")
+		}
+		header := jsonHeader()
+		header.Set("Authorization", d.Config.MobileWebhookSecret)
+		return d.Body, header, nil
+	},
+	NotHeard: func(config.Config) string { return "" },
 }}

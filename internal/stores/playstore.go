@@ -1,20 +1,87 @@
 package stores
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
+	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/billing/playstore"
 	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
 	"github.com/tollgate/tollgate/internal/config"
 )
 
 // playStore is Google Play, heard directly when PLAY_PACKAGE_NAME is set (or through the
-// development stand-in).
+// development stand-in). Its test events go through the development stand-in for Google:
+// it is told of the purchase, and its notification is pushed with the stand-in's token.
 var playStore = Store{Name: billing.ProviderPlayStore,
-	On: func(cfg config.Config) bool { return cfg.PlayStore.PackageName != "" }, Adapter: playStoreAdapter}
+	On: func(cfg config.Config) bool { return cfg.PlayStore.PackageName != "" }, Adapter: playStoreAdapter,
+	TestEvents: TestEvents{
+		Shape: "Google Play notification and purchase", LooksLike: playdev.LooksLike, ForUser: playdev.ForUser, MoveToNow: playdev.MoveToNow,
+		New: newPlayPurchase, Deliver: pushPlay,
+		NotHeard: func(config.Config) string {
+			return "the server hears Google Play through its development stand-in when " + devPlayNeeds
+		},
+	}}
+
+// devPlayNeeds is what Google Play through the development stand-in needs.
+const devPlayNeeds = "it runs in development (APP_ENV unset or development) with PLAY_PACKAGE_NAME unset and ADDR on loopback"
+
+// newPlayPurchase is a new purchase of the plans file's first subscription product for
+// the mobile stores, by userID, as a Google Play test event.
+func newPlayPurchase(cfg config.Config, userID string) ([]byte, error) {
+	list, err := plans.LoadPlans(cfg.PlansFile)
+	if err != nil {
+		return nil, fmt.Errorf("PLANS_FILE: %w (or give --file)", err)
+	}
+	for _, p := range list {
+		for _, product := range p.MobileProducts {
+			if _, oneTime := p.Lasts[product]; !oneTime {
+				return json.Marshal(playdev.NewPurchase(cfg.PlayStore.PackageName, product, userID, time.Now()))
+			}
+		}
+	}
+	return nil, fmt.Errorf("no plan in PLANS_FILE=%s lists a subscription under mobile_products: add one, or give --file", cfg.PlansFile)
+}
+
+// pushPlay has the development stand-in for Google report the event's purchase, and gives
+// the Pub/Sub push of its notification with the push token the stand-in signed for it.
+func pushPlay(ctx context.Context, d Delivery) ([]byte, http.Header, error) {
+	if !d.Config.PlayStore.Dev {
+		return nil, nil, fmt.Errorf("--provider playstore sends through the development stand-in for Google, which %s", devPlayNeeds)
+	}
+	ev, err := playdev.ParseEvent(d.Body)
+	if err != nil {
+		return nil, nil, err
+	}
+	purchase, err := json.Marshal(playdev.Purchase{PurchaseToken: ev.PurchaseToken(), SubscriptionPurchase: ev.SubscriptionPurchase, ProductPurchase: ev.ProductPurchase})
+	if err != nil {
+		return nil, nil, err
+	}
+	standIn := d.Config.PublicURL + config.DevPlayPath + "/purchases"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, standIn, bytes.NewReader(purchase))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the development stand-in for Google at %s: %w (is tollgate serve running?)", standIn, err)
+	}
+	defer resp.Body.Close()
+	var added playdev.PurchaseAdded
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&added) != nil {
+		return nil, nil, fmt.Errorf("the development stand-in for Google at %s answered %s: the server runs it when %s", standIn, resp.Status, devPlayNeeds)
+	}
+	header := jsonHeader()
+	header.Set("Authorization", "Bearer "+added.PushToken)
+	return playdev.Push(ev.MessageID, ev.Notification), header, nil
+}
 
 // playStoreAdapter is Google Play's adapter, with the service account key of
 // PLAY_SERVICE_ACCOUNT_JSON, or one for the development stand-in.

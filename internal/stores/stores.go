@@ -17,6 +17,8 @@ type Store struct {
 	On func(config.Config) bool
 	// Adapter is its adapter as the configuration sets it up.
 	Adapter func(config.Config) (billing.Adapter, error)
+	// TestEvents are its part in "webhook send".
+	TestEvents TestEvents
 }
 
 // All are the stores tollgate can hear, in the order they are listed everywhere.
