@@ -143,10 +143,14 @@ func TestThrottles(t *testing.T) {
 	}
 }
 
+// TestPerTokenThrottle: a token past its limit is refused, another token is not. The
+// limit's window is a day, so that the requests never straddle a window's start (a
+// sliding count across two windows weighs the earlier one down, and would let one more by).
 func TestPerTokenThrottle(t *testing.T) {
-	h := newHarness(t, harnessConfig{perIP: ratelimit.Limit{Name: "api/ip", Requests: 100_000, Window: time.Minute}})
+	perToken := ratelimit.Limit{Name: "api/token", Requests: 200, Window: 24 * time.Hour}
+	h := newHarness(t, harnessConfig{perIP: ratelimit.Limit{Name: "api/ip", Requests: 100_000, Window: time.Minute}, perToken: perToken})
 	token := bearer(h.key.mint(t, validClaims()))
-	for i := range ratelimit.PerToken.Requests {
+	for i := range perToken.Requests {
 		if rec := h.me(token); rec.Code != http.StatusOK {
 			t.Fatalf("request %d: %d", i+1, rec.Code)
 		}
