@@ -2,13 +2,13 @@ package authhook
 
 import (
 	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/outbound"
 )
 
 // Tolerance is how old (or how far ahead) a request's webhook-timestamp may be.
@@ -16,8 +16,9 @@ const Tolerance = 5 * time.Minute
 
 var errSignature = errors.New("the hook's signature is missing or does not match")
 
-// verify checks a Standard Webhooks request: HMAC-SHA256 of "id.timestamp.body" under any
-// of secrets, base64, against any "v1,<signature>" of the webhook-signature header. The
+// verify checks a Standard Webhooks request: the signature of "id.timestamp.body" under any
+// of secrets (outbound.Sign, as tollgate signs its own) against any "v1,<signature>" of the
+// webhook-signature header. The
 // identity service signs once per configured secret and joins the signatures with ", ",
 // where the standard separates them by spaces: both are read.
 func verify(secrets [][]byte, h http.Header, body []byte, now time.Time) error {
@@ -32,20 +33,11 @@ func verify(secrets [][]byte, h http.Header, body []byte, now time.Time) error {
 	if at := time.Unix(seconds, 0); now.Sub(at) > Tolerance || at.Sub(now) > Tolerance {
 		return errSignature
 	}
-	signed := []byte(id + "." + timestamp + "." + string(body))
 	for _, field := range strings.Fields(strings.ReplaceAll(header, ", ", " ")) {
-		version, signature, ok := strings.Cut(strings.TrimSuffix(field, ","), ",")
-		if !ok || version != "v1" {
-			continue
-		}
-		given, err := base64.StdEncoding.DecodeString(signature)
-		if err != nil {
-			continue
-		}
+		given := []byte(strings.TrimSuffix(field, ","))
 		for _, secret := range secrets {
-			mac := hmac.New(sha256.New, secret)
-			mac.Write(signed)
-			if hmac.Equal(mac.Sum(nil), given) {
+			// The same signature tollgate's outbound webhooks send: "v1," and the HMAC.
+			if hmac.Equal([]byte(outbound.Sign(secret, id, time.Unix(seconds, 0), body)), given) {
 				return nil
 			}
 		}

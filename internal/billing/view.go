@@ -57,9 +57,9 @@ func ViewOf(e Entitlements, used map[string]int64) BillingView {
 	return v
 }
 
-// EncodeView is v as JSON, as every surface sends it: HTML characters unescaped, no
-// trailing newline.
-func EncodeView(v BillingView) ([]byte, error) {
+// EncodeView is v (a view, or the view held) as JSON, as every surface sends it: HTML
+// characters unescaped, no trailing newline.
+func EncodeView[V BillingView | HeldView](v V) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

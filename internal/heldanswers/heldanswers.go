@@ -72,7 +72,7 @@ func (i *Issuer) held(ctx context.Context, userID string) ([]byte, time.Time, er
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	encoded, err := encode(h.View)
+	encoded, err := billing.EncodeView(h.View)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -86,7 +86,7 @@ func (i *Issuer) held(ctx context.Context, userID string) ([]byte, time.Time, er
 				"plan", plan, "bytes", len(encoded), "max", MaxBilling)
 		}
 		h.View.Entitlements, h.View.EntitlementsOmitted = nil, true
-		if encoded, err = encode(h.View); err != nil {
+		if encoded, err = billing.EncodeView(h.View); err != nil {
 			return nil, time.Time{}, err
 		}
 	}
@@ -104,17 +104,6 @@ func (i *Issuer) Claim(ctx context.Context, userID string) (json.RawMessage, err
 	claim := append(bytes.TrimSuffix(encoded, []byte("}")), `,"valid_until":`...)
 	claim = append(json.RawMessage(claim), strconv.AppendInt(nil, changesAt.Unix(), 10)...)
 	return append(claim, '}'), nil
-}
-
-// encode is v as the API sends it: HTML characters unescaped, no trailing newline.
-func encode(v billing.HeldView) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 func newJTI() string {
