@@ -39,10 +39,10 @@ var layers = map[string]int{
 	"internal/billing/appstore/appstoredev": 2, "internal/billing/playstore/playdev": 2, // stores' stand-ins
 	"internal/billing/stripe/stripemock": 2, "internal/outbound/outboundtest": 2, "internal/identity/identitytest": 2,
 	"internal/billing/plans":                   3, // the plan catalogue and the sync engine's mirror
-	"internal/billing/mirror":                  3,
+	"internal/billing/stripe/mirror":           3,
 	"internal/billing/playstore/playstoretest": 3,
 	"internal/billing/appstore/appstoretest":   3,
-	"internal/stores":                          4, // the list of the stores, one file each
+	"internal/stores":                          6, // the list of the stores, one file each
 	"internal/billing/pipeline":                4, // the one ingestion path
 	"internal/billing/reader":                  4, // the one reader
 	"internal/billing/checkout":                5, // what the surfaces call

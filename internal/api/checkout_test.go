@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/adapty"
+	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/checkout"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/billing/stripe/stripemock"
@@ -76,7 +77,7 @@ func (p *fakeProvider) last() (string, url.Values) {
 func newCheckoutHarness(t *testing.T, d *db.DB, base string) *harness {
 	return newHarness(t, harnessConfig{db: d, plans: checkoutPlans, checkout: &checkout.Options{
 		PublicURL: checkoutPublicURL, RedirectOrigins: []string{"https://www.example.test"},
-		API: stripe.NewClient(stripe.Config{Key: checkoutKey, Base: base}),
+		Store: stripe.WebStore(stripe.NewClient(stripe.Config{Key: checkoutKey, Base: base})), SoldInApp: billingtest.SoldInApp,
 	}})
 }
 

@@ -237,7 +237,7 @@ plans:
 	}
 	t.Cleanup(func() { h.throttles.Close() })
 	mux := http.NewServeMux()
-	New(Options{Billing: h.billing, Checkout: purchases, Purchases: h.pipeline, Grants: grants.New(d, h.pipeline, log, cfg.clock), Verifier: h.verifier, Keys: h.serviceKeys, HeldAnswers: h.held, Throttles: h.throttles, CORS: cfg.cors, SwaggerUI: true, Log: log,
+	New(Options{Billing: h.billing, Checkout: purchases, Purchases: h.pipeline, PurchaseStores: []string{"appstore", "playstore"}, Grants: grants.New(d, h.pipeline, log, cfg.clock), Verifier: h.verifier, Keys: h.serviceKeys, HeldAnswers: h.held, Throttles: h.throttles, CORS: cfg.cors, SwaggerUI: true, Log: log,
 		PerIP: cfg.perIP, PerToken: cfg.perToken}).Routes(mux)
 	h.handler = mux
 	return h

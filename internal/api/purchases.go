@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/danielgtaylor/huma/v2"
+
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/ratelimit"
 )
@@ -16,7 +18,7 @@ const purchasesPath = "/api/v1/billing/purchases"
 
 type purchaseInput struct {
 	Body struct {
-		Store             string `json:"store" enum:"appstore,playstore" doc:"The store that sold the purchase."`
+		Store             string `json:"store" doc:"The store that sold the purchase."` // its enum: Options.PurchaseStores
 		SignedTransaction string `json:"signed_transaction,omitempty" maxLength:"65536" doc:"App Store: the transaction's JWS as the device holds it (StoreKit's jwsRepresentation)."`
 		PurchaseToken     string `json:"purchase_token,omitempty" maxLength:"4096" doc:"Google Play: the purchase token."`
 		ProductID         string `json:"product_id,omitempty" maxLength:"255" doc:"Google Play: the purchased product's id."`
@@ -32,4 +34,20 @@ func (a *API) purchase(ctx context.Context, in *purchaseInput) (*encodedOutput, 
 		return nil, a.fail(ctx, err)
 	}
 	return a.me(ctx, nil)
+}
+
+// enumerate makes field of the JSON body POSTed to path one of values, in the OpenAPI
+// document and in validation: values the list of stores gives, which no struct tag knows.
+func enumerate(api huma.API, path, field string, values []string) {
+	op := api.OpenAPI().Paths[path].Post
+	body := op.RequestBody.Content["application/json"].Schema
+	if body.Ref != "" {
+		body = api.OpenAPI().Components.Schemas.SchemaFromRef(body.Ref)
+	}
+	prop := body.Properties[field]
+	prop.Enum = nil
+	for _, v := range values {
+		prop.Enum = append(prop.Enum, v)
+	}
+	prop.PrecomputeMessages()
 }

@@ -34,8 +34,10 @@ type Options struct {
 	// Billing answers billing questions; Checkout starts purchases and opens the portal.
 	Billing  *reader.Reader
 	Checkout *checkout.Checkout
-	// Purchases applies the purchases apps report (POST /api/v1/billing/purchases).
-	Purchases Purchases
+	// Purchases applies the purchases apps report (POST /api/v1/billing/purchases) to
+	// the stores named in PurchaseStores, the values its "store" takes.
+	Purchases      Purchases
+	PurchaseStores []string
 	// Grants makes, lists and revokes grants (the service routes …/users/{user_id}/grants).
 	Grants *grants.Grants
 	// HeldAnswers signs entitlement tokens (…/entitlements/token).
@@ -239,6 +241,7 @@ func (a *API) registerBilling(api huma.API) {
 		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity,
 			http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}), a.purchase)
+	enumerate(api, purchasesPath, "store", a.opts.PurchaseStores)
 }
 
 // registerService is the service API's reads and usage, for any user.

@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 	"github.com/tollgate/tollgate/internal/logcapture"
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 const (
@@ -59,6 +60,14 @@ func billingOnlyProduction(extra map[string]string) map[string]string {
 func runCmd(ctx context.Context, envVars map[string]string, args ...string) (int, string, string) {
 	var stdout, stderr logcapture.Buffer
 	code := Run(ctx, args, func(k string) string { return envVars[k] }, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// runCmdWith is runCmd for a binary that knows the stores of list.
+func runCmdWith(ctx context.Context, list stores.List, envVars map[string]string, args ...string) (int, string, string) {
+	var stdout, stderr logcapture.Buffer
+	e := env{stores: list, getenv: func(k string) string { return envVars[k] }, stdout: &stdout, stderr: &stderr}
+	code := exitCode(run(ctx, args, e), &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -115,12 +124,18 @@ func startServe(t *testing.T, env map[string]string) (stop func() (int, string))
 // startServeLogs is startServe that can also read the server's log while it runs.
 func startServeLogs(t *testing.T, vars map[string]string) (stop func() (int, string), logs func() string) {
 	t.Helper()
+	return startServeWith(t, vars, stores.All())
+}
+
+// startServeWith is startServeLogs for a binary that knows the stores of list.
+func startServeWith(t *testing.T, vars map[string]string, list stores.List) (stop func() (int, string), logs func() string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr logcapture.Buffer
 	done := make(chan int, 1)
 	ln := takeListener(vars["ADDR"])
 	go func() {
-		e := env{getenv: func(k string) string { return vars[k] }, stdout: io.Discard, stderr: &stderr, listener: ln}
+		e := env{stores: list, getenv: func(k string) string { return vars[k] }, stdout: io.Discard, stderr: &stderr, listener: ln}
 		done <- exitCode(run(ctx, []string{"serve"}, e), &stderr)
 		if ln != nil {
 			ln.Close() // a serve that failed to start leaves it open
@@ -272,7 +287,7 @@ func TestWebRouteAbsentInSyncEngineModeThroughTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewServer(context.Background(), env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dbtest.SQLite(t))
+	s, err := NewServer(context.Background(), env{stores: stores.All(), cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dbtest.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +399,7 @@ func TestAPIDocsAndReadinessByEnvironment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := NewServer(context.Background(), env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dbtest.SQLite(t))
+		s, err := NewServer(context.Background(), env{stores: stores.All(), cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dbtest.SQLite(t))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 // The App Store's route exists only with APPSTORE_BUNDLE_ID, verifies against the roots
@@ -35,7 +36,7 @@ func TestAppStoreIsConfigured(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := NewServer(context.Background(), env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dbtest.SQLite(t))
+		s, err := NewServer(context.Background(), env{stores: stores.All(), cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dbtest.SQLite(t))
 		if err != nil {
 			return nil, err
 		}

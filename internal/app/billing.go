@@ -11,21 +11,19 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/checkout"
 	"github.com/tollgate/tollgate/internal/billing/grant"
 	"github.com/tollgate/tollgate/internal/billing/grants"
-	"github.com/tollgate/tollgate/internal/billing/mirror"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/billing/reader"
-	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/billing/webhooks"
-	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/stores"
 )
 
-// billingParts is billing as the configuration wires it: the pipeline that applies the
-// adapters' events, the reader that answers, checkout, and the webhook routes. A new
-// provider is one more adapter in the list (adapters).
+// billingParts is billing as the configuration wires it: the stores it turns on, the
+// pipeline that applies their adapters' events, the reader that answers, checkout, and the
+// webhook routes. A new store is one more entry in the list of stores.
 type billingParts struct {
+	stores   []stores.OpenStore
 	pipeline *pipeline.Pipeline
 	reader   *reader.Reader
 	checkout *checkout.Checkout
@@ -36,25 +34,31 @@ type billingParts struct {
 
 func newBilling(d *db.DB, e env, reg prometheus.Registerer) (*billingParts, error) {
 	cfg := e.cfg
-	all, err := stores.Adapters(cfg)
+	open, err := e.stores.Open(cfg)
 	if err != nil {
 		return nil, err
 	}
-	// In sync_engine mode the web provider's events are not received (its route does not
-	// exist) but those stored before can still be replayed.
-	var routed []billing.Adapter
-	for _, a := range all {
-		if a.Provider() != billing.ProviderWeb || cfg.WebIngestion == config.IngestWebhook {
-			routed = append(routed, a)
+	var all, routed []billing.Adapter
+	var m plans.Mirror
+	var web billing.WebStore
+	for _, s := range open {
+		all = append(all, s.Adapter)
+		// A store whose sync engine writes its subscriptions has no route, but the
+		// events stored before can still be replayed.
+		if !s.Unrouted {
+			routed = append(routed, s.Adapter)
+		}
+		if s.Checkout != nil && web == nil {
+			web = s.Checkout
 		}
 	}
 	all = append(all, grant.New()) // applied and replayed, never received: no webhook route
-	var m *mirror.Mirror
-	if schema := syncEngineSchema(cfg); schema != "" {
-		m = mirror.New(d, schema, e.log)
+	if syncEngine := syncEngineOf(e); syncEngine != nil {
+		m = syncEngine.New(d, cfg.SyncEngineSchema, e.log)
 	}
 	catalogues := &plans.Catalogues{}
 	b := &billingParts{
+		stores: open,
 		pipeline: pipeline.New(d, e.log, pipeline.Options{
 			Adapters: all, Catalogues: catalogues, Mirror: m, OutboundWebhooks: cfg.OutboundWebhookURL != "",
 			Batching: pipeline.Batching{Size: cfg.Batching.Size, Wait: cfg.Batching.Wait}, Registerer: reg,
@@ -62,15 +66,8 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) (*billingParts, erro
 		reader: reader.New(d, e.log, reader.Options{AnswersMaxAge: cfg.BillingAnswerMaxAge, Catalogues: catalogues, Mirror: m}),
 	}
 	b.pipeline.OnCommit(b.reader.Forget)
-	var api *stripe.Client
-	if cfg.WebAPIKey != "" {
-		api = webAPI(cfg, nil)
-	}
-	opts := checkout.Options{API: api, PublicURL: cfg.PublicURL, RedirectOrigins: cfg.CheckoutRedirectOrigins}
-	if _, ok := b.pipeline.Adapter(billing.ProviderWeb); ok { // not in sync_engine mode, whose mirror another program writes
-		opts.Applier = b.pipeline
-	}
-	b.checkout = checkout.New(d, e.log, b.reader, opts)
+	b.checkout = checkout.New(d, e.log, b.reader, checkout.Options{Store: web, SoldInApp: e.stores.SoldInApp, Applier: b.pipeline,
+		PublicURL: cfg.PublicURL, RedirectOrigins: cfg.CheckoutRedirectOrigins})
 	b.webhooks = webhooks.New(b.pipeline, e.log, webhooks.Options{Adapters: routed, MaxBody: cfg.WebhookMaxBody, Registerer: reg})
 	b.grants = grants.New(d, b.pipeline, e.log, nil)
 	return b, nil
@@ -83,11 +80,6 @@ func (b *billingParts) syncPlans(ctx context.Context, d *db.DB, list []plans.Pla
 		b.reader.Forget("*")
 	}
 	return changes, err
-}
-
-// webAPI is the client of the web provider's API that WEB_API_KEY and WEB_API_BASE name.
-func webAPI(cfg config.Config, onWait func(time.Duration, string)) *stripe.Client {
-	return stripe.NewClient(stripe.Config{Key: cfg.WebAPIKey, Base: cfg.WebAPIBase, OnWait: onWait})
 }
 
 // oneOf lists choices for a message: "a, b or c".

@@ -9,14 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
-	"github.com/tollgate/tollgate/internal/billing/stripe"
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 func cmdBillingBackfill(fs *flag.FlagSet) command {
 	var opts pipeline.BackfillOptions
-	var query stripe.SubscriptionQuery
+	var query stores.ListQuery
 	var since string
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "print what would change for each subscription and write nothing")
 	fs.StringVar(&since, "since", "", "only subscriptions created at or after this time (RFC 3339, or a date such as 2026-01-31)")
@@ -33,9 +32,9 @@ changes nothing. PROVIDER is web: the mobile provider has no API to list subscri
 
 Progress goes to stderr. An interrupted run (Ctrl-C stops after the page in hand) resumes
 where it stopped when the same command is run again.`,
-		check: func(args []string) error {
-			if args[0] != billing.ProviderWeb {
-				return fmt.Errorf("only web can be backfilled, got %q (the mobile provider has no API to list subscriptions)", args[0])
+		check: func(args []string, list stores.List) error {
+			if s, ok := list.ByName(args[0]); !ok || s.API == nil || !s.API.Lists {
+				return fmt.Errorf("only %s can be backfilled, got %q (no other store's API lists its subscriptions)", oneOf(listing(list)), args[0])
 			}
 			if since != "" {
 				t, err := parseSince(since)
@@ -47,28 +46,32 @@ where it stopped when the same command is run again.`,
 			return nil
 		},
 		run: func(ctx context.Context, e env) error {
-			if e.cfg.WebAPIKey == "" {
-				return errors.New("WEB_API_KEY: is required to read the web provider's subscriptions (a secret key, or a restricted key with Subscriptions: Read)")
+			provider := e.args[0]
+			if store, _ := e.stores.ByName(provider); !store.API.On(e.cfg) {
+				return errors.New(store.API.Needs)
 			}
 			d, err := openDB(ctx, e, e.cfg.AutoMigrate)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			bar := newProgressLine(e.stderr, "backfill web", query.CreatedSince)
+			bar := newProgressLine(e.stderr, "backfill "+provider, query.CreatedSince)
 			opts.Scope = query.Scope()
-			read := backfillPages(webAPI(e.cfg, bar.waiting), query)
 			b, err := newBilling(d, e, nil)
 			if err != nil {
 				return err
 			}
-			sum, err := b.pipeline.Backfill(ctx, billing.ProviderWeb, read, opts, func(c pipeline.BackfillChange) {
+			reading, err := b.reading(provider, bar.waiting)
+			if err != nil {
+				return err
+			}
+			sum, err := b.pipeline.Backfill(ctx, provider, reading.List(query), opts, func(c pipeline.BackfillChange) {
 				if opts.DryRun {
 					printBackfillChange(e.stdout, c)
 				}
 			}, bar.update)
 			bar.done()
-			printBackfillSummary(e.stdout, sum, opts.DryRun)
+			printBackfillSummary(e.stdout, provider, sum, opts.DryRun)
 			switch {
 			case err != nil:
 				if sum.Cursor != "" && !opts.DryRun {
@@ -138,7 +141,7 @@ func periodEnd(t *time.Time) string {
 
 // printBackfillSummary writes what a run did, or in a dry run would do, and the
 // subscriptions left unresolved.
-func printBackfillSummary(w io.Writer, sum pipeline.BackfillSummary, dryRun bool) {
+func printBackfillSummary(w io.Writer, provider string, sum pipeline.BackfillSummary, dryRun bool) {
 	if sum.ResumedAfter != "" {
 		fmt.Fprintf(w, "resumed after %s (%d subscription(s) done before)\n", sum.ResumedAfter, sum.ResumedDone)
 	}
@@ -146,8 +149,8 @@ func printBackfillSummary(w io.Writer, sum pipeline.BackfillSummary, dryRun bool
 	if dryRun {
 		verb = "dry run, nothing written: would be "
 	}
-	fmt.Fprintf(w, "backfill web: %d subscription(s) in %d page(s): %s%d created, %d updated, %d unchanged, %d unresolved\n",
-		sum.Seen, sum.Pages, verb, sum.Created, sum.Updated, sum.Unchanged, sum.Unresolved)
+	fmt.Fprintf(w, "backfill %s: %d subscription(s) in %d page(s): %s%d created, %d updated, %d unchanged, %d unresolved\n",
+		provider, sum.Seen, sum.Pages, verb, sum.Created, sum.Updated, sum.Unchanged, sum.Unresolved)
 	if len(sum.UnresolvedIDs) > 0 && !dryRun {
 		fmt.Fprintln(w, "unresolved (link the customer or map the price, then run again; --customer narrows the run):")
 		for _, line := range sum.UnresolvedIDs {
@@ -156,12 +159,13 @@ func printBackfillSummary(w io.Writer, sum pipeline.BackfillSummary, dryRun bool
 	}
 }
 
-// backfillPages reads the pages of the web provider's subscriptions that query selects.
-func backfillPages(api *stripe.Client, query stripe.SubscriptionQuery) pipeline.PageReader {
-	return func(ctx context.Context, after string) (pipeline.Page, error) {
-		q := query
-		q.StartingAfter = after
-		page, err := api.Subscriptions(ctx, q)
-		return pipeline.Page{Subscriptions: page.Subscriptions, LastID: page.LastID, HasMore: page.HasMore}, err
+// listing are the stores whose API lists their subscriptions.
+func listing(list stores.List) []string {
+	var names []string
+	for _, s := range list {
+		if s.API != nil && s.API.Lists {
+			names = append(names, s.Name)
+		}
 	}
+	return names
 }

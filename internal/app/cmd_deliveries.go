@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tollgate/tollgate/internal/outbound"
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 func cmdDeliveriesList(fs *flag.FlagSet) command {
@@ -82,7 +83,7 @@ func cmdDeliveriesRetry(fs *flag.FlagSet) command {
 	return command{
 		args: "[ID]",
 		help: "Makes one pending or failed outbound webhook (ID from \"deliveries list\"), or with --failed\nevery failed one, due now and retried for another 3 days. A running server sends it within\na second. Delivered ones are not sent again.",
-		check: func(args []string) error {
+		check: func(args []string, _ stores.List) error {
 			if failed == (len(args) == 1) {
 				return fmt.Errorf("give either an ID or --failed")
 			}

@@ -18,15 +18,14 @@ import (
 func cmdEventsReplay(fs *flag.FlagSet) command {
 	var filter pipeline.ReplayFilter
 	var since string
-	providers := append(stores.Names(), billing.ProviderGrant) // a grant's steps replay too
-	fs.StringVar(&filter.Provider, "provider", "", "only events of this provider: "+oneOf(providers))
+	fs.StringVar(&filter.Provider, "provider", "", "only events of this provider: "+oneOf(replayable(stores.All())))
 	fs.StringVar(&since, "since", "", "only events first received at or after this RFC 3339 time")
 	fs.StringVar(&filter.EventID, "id", "", "only the event with this provider event id")
 	fs.BoolVar(&filter.Unprocessed, "unprocessed", false, "only events not processed yet or stored with a processing error")
 	return command{
 		help: "Re-runs stored provider_events through the processors. Replaying is idempotent.",
-		check: func([]string) error {
-			if filter.Provider != "" && !slices.Contains(providers, filter.Provider) {
+		check: func(_ []string, list stores.List) error {
+			if providers := replayable(list); filter.Provider != "" && !slices.Contains(providers, filter.Provider) {
 				return fmt.Errorf("--provider: want %s, got %q", oneOf(providers), filter.Provider)
 			}
 			if since != "" {
@@ -67,3 +66,6 @@ func recordReplay(ctx context.Context, e env, d *db.DB, filter pipeline.ReplayFi
 	}
 	recordByHand(ctx, e, d, "replay", target, user, outcome(err, fmt.Sprintf("%d replayed", n)))
 }
+
+// replayable are the providers whose events replay: every store's, and a grant's steps.
+func replayable(list stores.List) []string { return append(list.Names(), billing.ProviderGrant) }

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/grants"
 	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 func cmdGrantsAdd(fs *flag.FlagSet) command {
@@ -24,7 +25,7 @@ func cmdGrantsAdd(fs *flag.FlagSet) command {
 	return command{
 		required: []string{"user", "plan", "reason"},
 		help:     "Grants a user a plan until an end, as provider grant: every answer counts it like a\nsubscription (the best plan wins) until it ends by itself or is revoked. Prints the grant:\nid, user, plan, end, reason.",
-		check: func([]string) error {
+		check: func([]string, stores.List) error {
 			if (until == "") == (length == "") {
 				return errors.New("give the end as --until TIME or --for DURATION, one of them")
 			}

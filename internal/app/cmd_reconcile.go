@@ -9,22 +9,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
-
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/reconcile"
-	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 func cmdReconcile(fs *flag.FlagSet) command {
 	var dryRun bool
 	var provider, since string
 	fs.BoolVar(&dryRun, "dry-run", false, "report the drift and repair nothing")
-	fs.StringVar(&provider, "provider", "", "only this provider: web, appstore or playstore (default: every one whose API settings are set)")
+	fs.StringVar(&provider, "provider", "", "only this provider: "+oneOf(reconcilable(stores.All()))+" (default: every one whose API settings are set)")
 	fs.StringVar(&since, "since", "", "read the stores' histories from this long ago (30d, 12h), not from where the last read ended")
 	return command{
 		help: `Runs one reconcile pass by hand, as serve does every RECONCILE_INTERVAL, for each provider
@@ -54,7 +51,7 @@ process reconciles a provider at a time: while another does, this says so and ex
 pass cut short (SIGINT, SIGTERM) is recorded as interrupted and exits 1; the next resumes
 where it stopped.`,
 		run: func(ctx context.Context, e env) error {
-			web, stores, err := reconcileProviders(e, provider)
+			named, err := reconcileProviders(e, provider)
 			if err != nil {
 				return err
 			}
@@ -65,17 +62,12 @@ where it stopped.`,
 				}
 			}
 			return withBilling(ctx, e, e.cfg.AutoMigrate, func(d *db.DB, b *billingParts) error {
-				if web {
-					if err := reconcileWeb(ctx, e, d, b, dryRun); err != nil {
-						return err
-					}
-				}
 				syncs, err := storeSyncs(d, e, b, nil)
 				if err != nil {
 					return err
 				}
 				for _, s := range syncs {
-					if slices.Contains(stores, s.provider) {
+					if slices.Contains(named, s.provider) {
 						if err := s.byHand(ctx, e, d, back, dryRun); err != nil {
 							return err
 						}
@@ -88,48 +80,43 @@ where it stopped.`,
 }
 
 // reconcileProviders are the providers a reconcile pass by hand reads: the one named, or
-// every one whose API settings are set — web, and the stores.
-func reconcileProviders(e env, named string) (web bool, stores []string, err error) {
-	on := map[string]bool{
-		billing.ProviderWeb: e.cfg.WebAPIKey != "", billing.ProviderAppStore: e.cfg.AppStore.APIOn(),
-		billing.ProviderPlayStore: e.cfg.PlayStore.PackageName != "",
+// every one whose API settings are set (less those read only when named).
+func reconcileProviders(e env, named string) ([]string, error) {
+	if named != "" {
+		s, ok := e.stores.ByName(named)
+		switch {
+		case !ok || s.API == nil:
+			return nil, fmt.Errorf("--provider: want %s, got %q", oneOf(reconcilable(e.stores)), named)
+		case !s.On(e.cfg) || !s.API.On(e.cfg):
+			return nil, errors.New(s.API.Needs)
+		}
+		return []string{named}, nil
 	}
-	need := map[string]string{
-		billing.ProviderWeb:       "WEB_API_KEY: is required to read the web provider's subscriptions (a secret key, or a restricted key with Subscriptions: Read)",
-		billing.ProviderAppStore:  "APPSTORE_KEY_ID, APPSTORE_ISSUER_ID and APPSTORE_PRIVATE_KEY_FILE (with APPSTORE_BUNDLE_ID): are required to read the App Store Server API",
-		billing.ProviderPlayStore: "PLAY_PACKAGE_NAME and PLAY_SERVICE_ACCOUNT_JSON: are required to read the Google Play Developer API",
+	var on, needs []string
+	for _, s := range e.stores {
+		if s.API == nil {
+			continue
+		}
+		needs = append(needs, s.API.Needs)
+		if s.On(e.cfg) && s.API.On(e.cfg) && (s.API.OnlyNamed == nil || !s.API.OnlyNamed(e.cfg)) {
+			on = append(on, s.Name)
+		}
 	}
-	switch named {
-	case "":
-		// Google Play's development stand-in lives inside serve: only named is it read.
-		for _, p := range []string{billing.ProviderAppStore, billing.ProviderPlayStore} {
-			if on[p] && !(p == billing.ProviderPlayStore && e.cfg.PlayStore.Dev) {
-				stores = append(stores, p)
-			}
-		}
-		if !on[billing.ProviderWeb] && len(stores) == 0 {
-			return false, nil, errors.New("no provider's API is configured: set WEB_API_KEY for the web provider, APPSTORE_KEY_ID, APPSTORE_ISSUER_ID and APPSTORE_PRIVATE_KEY_FILE (with APPSTORE_BUNDLE_ID) for the App Store, or PLAY_PACKAGE_NAME and PLAY_SERVICE_ACCOUNT_JSON for Google Play")
-		}
-		return on[billing.ProviderWeb], stores, nil
-	case billing.ProviderWeb, billing.ProviderAppStore, billing.ProviderPlayStore:
-		if !on[named] {
-			return false, nil, errors.New(need[named])
-		}
-		if named == billing.ProviderWeb {
-			return true, nil, nil
-		}
-		return false, []string{named}, nil
+	if len(on) == 0 {
+		return nil, fmt.Errorf("no provider's API is configured. %s", strings.Join(needs, "; "))
 	}
-	return false, nil, fmt.Errorf("--provider: want web, appstore or playstore, got %q", named)
+	return on, nil
 }
 
-// reconcileWeb is one pass over the web provider's subscriptions.
-func reconcileWeb(ctx context.Context, e env, d *db.DB, b *billingParts, dryRun bool) error {
-	res, err := newReconciler(d, e, b, nil).Pass(ctx, dryRun)
-	if errors.Is(err, reconcile.ErrBusy) {
-		return errors.New("another process is reconciling the web provider now; try again when it is done")
+// reconcilable are the stores whose API tollgate reads.
+func reconcilable(list stores.List) []string {
+	var names []string
+	for _, s := range list {
+		if s.API != nil {
+			names = append(names, s.Name)
+		}
 	}
-	return passDone(ctx, e, d, billing.ProviderWeb, res, err, dryRun)
+	return names
 }
 
 // passDone prints a pass's summary line, records the pass in the audit log (a dry run
@@ -286,18 +273,4 @@ func printHistories(ctx context.Context, e env, q *dbq.Queries) error {
 		}
 	}
 	return nil
-}
-
-// newReconciler is the web provider's reconciler: its API read at RECONCILE_PACE requests a
-// second, backing off on 429 as every read of it does.
-func newReconciler(d *db.DB, e env, b *billingParts, reg prometheus.Registerer) *reconcile.Reconciler {
-	pace := rate.NewLimiter(rate.Limit(e.cfg.Reconcile.Pace), 1)
-	pages := backfillPages(webAPI(e.cfg, nil), stripe.SubscriptionQuery{})
-	read := func(ctx context.Context, after string) (pipeline.Page, error) {
-		if err := pace.Wait(ctx); err != nil {
-			return pipeline.Page{}, err
-		}
-		return pages(ctx, after)
-	}
-	return reconcile.New(d, b.pipeline, e.log, reconcile.Options{Provider: billing.ProviderWeb, Read: read, Registerer: reg})
 }

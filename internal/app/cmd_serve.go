@@ -9,10 +9,7 @@ import (
 	"net"
 	"strings"
 
-	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/plans"
-	"github.com/tollgate/tollgate/internal/config"
-	"github.com/tollgate/tollgate/internal/stores"
 )
 
 func cmdServe(*flag.FlagSet) command {
@@ -83,20 +80,16 @@ func onOff(on bool) string {
 	return "off"
 }
 
-// providersOn names the providers the server hears, comma-separated, Google Play's
-// development stand-in said as such.
+// providersOn names the providers the server hears, comma-separated, each with its
+// store's note (Google Play's development stand-in, the web store's sync engine).
 func (s *Server) providersOn() string {
 	var on []string
-	for _, p := range stores.All() {
-		if !p.On(s.cfg) {
-			continue
-		}
+	for _, p := range s.billing.stores {
 		name := p.Name
-		if p.Name == billing.ProviderPlayStore && s.cfg.PlayStore.Dev {
-			name += " (development stand-in)"
-		}
-		if p.Name == billing.ProviderWeb && s.cfg.WebIngestion == config.IngestSyncEngine {
-			name += " (sync_engine)"
+		if p.Note != nil {
+			if note := p.Note(s.cfg); note != "" {
+				name += " (" + note + ")"
+			}
 		}
 		on = append(on, name)
 	}
@@ -106,9 +99,6 @@ func (s *Server) providersOn() string {
 // reconcileSetting says which providers the server reconciles and how often, or off.
 func (s *Server) reconcileSetting() string {
 	var on []string
-	if s.reconciler != nil {
-		on = append(on, billing.ProviderWeb)
-	}
 	for _, store := range s.stores {
 		on = append(on, store.provider)
 	}

@@ -10,10 +10,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/billing/webhooks"
 	"github.com/tollgate/tollgate/internal/stores"
 )
@@ -21,7 +21,7 @@ import (
 func cmdWebhookSend(fs *flag.FlagSet) command {
 	var provider, file, url, header, user string
 	var now bool
-	fs.StringVar(&provider, "provider", "", "web, mobile, appstore or playstore (required)")
+	fs.StringVar(&provider, "provider", "", oneOf(stores.All().Names())+" (required)")
 	fs.StringVar(&header, "header", "web", "web signature header: web (Web-Signature) or stripe (Stripe-Signature, as Stripe sends it)")
 	fs.StringVar(&file, "file", "", "path of the JSON event to send (required, except for playstore: a new purchase of the plans file's first mobile product)")
 	fs.StringVar(&url, "url", "", "endpoint to POST to (default: PUBLIC_URL/BILLING_MOUNT/webhooks/PROVIDER)")
@@ -38,14 +38,15 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 			"a later fixture of the lifecycle acts on the subscription the first one started.\n" +
 			"Exits non-zero unless the server answers 2xx.",
 		required: []string{"provider"},
-		check: func([]string) error {
-			if _, ok := stores.ByName(provider); !ok {
-				return fmt.Errorf("--provider: want %s, got %q", oneOf(stores.Names()), provider)
+		check: func(_ []string, list stores.List) error {
+			store, ok := list.ByName(provider)
+			if names := sendable(list); !ok || store.TestEvents == nil {
+				return fmt.Errorf("--provider: want %s, got %q", oneOf(names), provider)
 			}
-			if _, ok := signatureHeaders[header]; !ok {
-				return fmt.Errorf("--header: want web or stripe, got %q", header)
+			if !slices.Contains(stores.SignatureHeaders, header) {
+				return fmt.Errorf("--header: want %s, got %q", oneOf(stores.SignatureHeaders), header)
 			}
-			if store, _ := stores.ByName(provider); file == "" && store.TestEvents.New == nil {
+			if file == "" && store.TestEvents.New == nil {
 				return errors.New("--file is required")
 			}
 			return nil
@@ -58,7 +59,7 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 			if url == "" {
 				url = e.cfg.PublicURL + "/" + e.cfg.BillingMount + "/webhooks/" + provider
 			}
-			req, err := deliveryRequest(ctx, e, provider, signatureHeaders[header], url, body)
+			req, err := deliveryRequest(ctx, e, provider, header, url, body)
 			if err != nil {
 				return err
 			}
@@ -80,7 +81,7 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 // testEventBody is the event to send: the file, or without one the store's new purchase,
 // with --user's and --now's edits.
 func testEventBody(e env, provider, file, user string, now bool) ([]byte, error) {
-	events := storeOf(provider).TestEvents
+	events := storeOf(e, provider).TestEvents
 	if file == "" {
 		return events.New(e.cfg, user)
 	}
@@ -88,8 +89,8 @@ func testEventBody(e env, provider, file, user string, now bool) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	if shape := stores.ShapeOf(body); shape != "" && shape != provider {
-		return nil, fmt.Errorf("%s holds a %s event (%s), not a %s one: send it with --provider %s", file, shape, storeOf(shape).TestEvents.Shape, provider, shape)
+	if shape := e.stores.ShapeOf(body); shape != "" && shape != provider {
+		return nil, fmt.Errorf("%s holds a %s event (%s), not a %s one: send it with --provider %s", file, shape, storeOf(e, shape).TestEvents.Shape, provider, shape)
 	}
 	if user != "" {
 		if body, err = events.ForUser(body, user); err != nil {
@@ -107,7 +108,7 @@ func testEventBody(e env, provider, file, user string, now bool) ([]byte, error)
 // deliveryRequest is the POST of body to url as provider delivers it: signed (web, the App
 // Store), authorised (mobile) or pushed (Google Play) with what this configuration holds.
 func deliveryRequest(ctx context.Context, e env, provider, signatureHeader, url string, body []byte) (*http.Request, error) {
-	body, header, err := storeOf(provider).TestEvents.Deliver(ctx, stores.Delivery{Config: e.cfg, Body: body, SignatureHeader: signatureHeader, Stderr: e.stderr})
+	body, header, err := storeOf(e, provider).TestEvents.Deliver(ctx, stores.Delivery{Config: e.cfg, Body: body, SignatureHeader: signatureHeader, Stderr: e.stderr})
 	if err != nil {
 		return nil, err
 	}
@@ -120,9 +121,20 @@ func deliveryRequest(ctx context.Context, e env, provider, signatureHeader, url 
 }
 
 // storeOf is the store named provider, which the flags' check has made sure of.
-func storeOf(provider string) stores.Store {
-	s, _ := stores.ByName(provider)
+func storeOf(e env, provider string) stores.Store {
+	s, _ := e.stores.ByName(provider)
 	return s
+}
+
+// sendable are the stores whose test events the command sends.
+func sendable(list stores.List) []string {
+	var names []string
+	for _, s := range list {
+		if s.TestEvents != nil {
+			names = append(names, s.Name)
+		}
+	}
+	return names
 }
 
 // notHeard is what to add to a refusal of a store's event that means the server does not
@@ -131,13 +143,11 @@ func notHeard(e env, provider string, status int) string {
 	if status != http.StatusNotFound && status != http.StatusUnauthorized {
 		return ""
 	}
-	if hint := storeOf(provider).TestEvents.NotHeard(e.cfg); hint != "" {
+	if hint := storeOf(e, provider).TestEvents.NotHeard(e.cfg); hint != "" {
 		return "; " + hint
 	}
 	return ""
 }
-
-var signatureHeaders = map[string]string{"web": stripe.HeaderWebSignature, "stripe": stripe.HeaderStripeSignature}
 
 // outcomeMeaning says in words what each webhook outcome means for the sender.
 var outcomeMeaning = map[string]string{

@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tollgate/tollgate/internal/billing/mirror"
 	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 // openDB opens DATABASE_URL and, when asked, migrates it. Not asked, it refuses a database
@@ -58,9 +58,9 @@ func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 			return fail(err)
 		}
 	}
-	syncEngine := e.cfg.WebIngestion == config.IngestSyncEngine
-	if syncEngine {
-		if err := mirror.Check(ctx, d, e.cfg.SyncEngineSchema); err != nil {
+	syncEngine := syncEngineOf(e)
+	if syncEngine != nil {
+		if err := syncEngine.Check(ctx, d, e.cfg.SyncEngineSchema); err != nil {
 			return fail(err)
 		}
 	}
@@ -72,13 +72,27 @@ func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 		for _, m := range applied {
 			e.log.Info("migration applied", "file", m)
 		}
-		if syncEngine {
-			if err := mirror.EnsureIndexes(ctx, d, e.cfg.SyncEngineSchema); err != nil {
+		if syncEngine != nil {
+			if err := syncEngine.EnsureIndexes(ctx, d, e.cfg.SyncEngineSchema); err != nil {
 				return fail(err)
 			}
 		}
 	}
 	return d, nil
+}
+
+// syncEngineOf is the sync engine whose mirror the configuration reads (WEB_INGESTION=
+// sync_engine): the first store on that has one. Nil when none is read.
+func syncEngineOf(e env) *stores.SyncEngine {
+	if e.cfg.WebIngestion != config.IngestSyncEngine {
+		return nil
+	}
+	for _, s := range e.stores {
+		if s.SyncEngine != nil && s.On(e.cfg) {
+			return s.SyncEngine
+		}
+	}
+	return nil
 }
 
 // withUser runs fn for the command's USER_ID (its first argument, a UUID) over the

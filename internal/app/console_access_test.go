@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 	"github.com/tollgate/tollgate/internal/identity/identitytest"
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 // consoleRoutes are every console route, with a POST's target standing for any.
@@ -228,7 +229,7 @@ func TestConsoleOffWithoutOperatorsOrForms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := NewServer(context.Background(), env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dbtest.SQLite(t))
+			s, err := NewServer(context.Background(), env{stores: stores.All(), cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, dbtest.SQLite(t))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -30,8 +30,8 @@ func (s *Server) Handler() http.Handler {
 	if s.devIdentity != nil {
 		mux.Handle(config.DevIdentityPath+"/", s.devIdentity.Handler())
 	}
-	if s.devPlay != nil {
-		mux.Handle(config.DevPlayPath+"/", loopbackOnly(http.StripPrefix(config.DevPlayPath, s.devPlay.Handler())))
+	for _, standIn := range s.standIns {
+		mux.Handle(standIn.Path+"/", loopbackOnly(http.StripPrefix(standIn.Path, standIn.Handler)))
 	}
 	if s.cfg.API {
 		s.api.Routes(mux)

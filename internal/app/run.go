@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/tollgate/tollgate/internal/config"
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 // DevEnvFile holds development-only settings so that a fresh clone runs with nothing
@@ -72,18 +73,21 @@ type command struct {
 	values []string
 	help   string
 	// required names the flags that must be given a value, and check, when set, judges the
-	// flags' values: either failing makes the command line a usage error.
+	// flags' values against the stores the binary knows: either failing makes the command
+	// line a usage error.
 	required []string
-	check    func(args []string) error
+	check    func(args []string, list stores.List) error
 	// bare commands run without the configuration (healthcheck, version): they must work
 	// in a container that has none of the service's secrets.
 	bare bool
 	run  func(ctx context.Context, e env) error
 }
 
-// env is what every command gets: its parsed configuration, its positional arguments and
-// where to write.
+// env is what every command gets: the stores it knows, its parsed configuration, its
+// positional arguments and where to write.
 type env struct {
+	// stores are the stores the binary knows (stores.All; a test adds one of its own).
+	stores stores.List
 	cfg    config.Config
 	getenv func(string) string
 	args   []string
@@ -115,7 +119,7 @@ func (e *usageError) Error() string { return e.err.Error() }
 
 // Run executes one command and returns the process exit code.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	return exitCode(run(ctx, args, env{getenv: getenv, stdout: stdout, stderr: stderr}), stderr)
+	return exitCode(run(ctx, args, env{stores: stores.All(), getenv: getenv, stdout: stdout, stderr: stderr}), stderr)
 }
 
 // exitCode prints what err says, if anything, and returns the exit code it means.
@@ -151,7 +155,7 @@ func run(ctx context.Context, args []string, e env) error {
 		}
 		return err
 	}
-	c, err := parseFlags(s, rest, e.stdout)
+	c, err := parseFlags(s, rest, e)
 	if err != nil {
 		return err
 	}
@@ -189,7 +193,7 @@ func lookup(args []string) (spec, []string, error) {
 }
 
 // parseFlags builds a command and parses its flags; --help prints its usage (errUsage).
-func parseFlags(s spec, args []string, stdout io.Writer) (command, error) {
+func parseFlags(s spec, args []string, e env) (command, error) {
 	fs := flag.NewFlagSet(s.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are printed once, by Run, followed by the usage
 	c := s.build(fs)
@@ -200,7 +204,7 @@ func parseFlags(s spec, args []string, stdout io.Writer) (command, error) {
 	for rest := args; ; rest = fs.Args()[1:] {
 		if err := fs.Parse(rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(stdout, commandUsage(s, c, fs))
+				fmt.Fprint(e.stdout, commandUsage(s, c, fs))
 				return c, errUsage
 			}
 			return bad(err)
@@ -224,7 +228,7 @@ func parseFlags(s spec, args []string, stdout io.Writer) (command, error) {
 		return bad(fmt.Errorf("want %s", c.args))
 	}
 	if c.check != nil {
-		if err := c.check(c.values); err != nil {
+		if err := c.check(c.values, e.stores); err != nil {
 			return bad(err)
 		}
 	}

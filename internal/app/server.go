@@ -11,12 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/tollgate/tollgate/internal/api"
-	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/plans"
-	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
 	"github.com/tollgate/tollgate/internal/billing/reader"
-	"github.com/tollgate/tollgate/internal/billing/reconcile"
-	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/console"
 	"github.com/tollgate/tollgate/internal/db"
@@ -26,6 +22,7 @@ import (
 	"github.com/tollgate/tollgate/internal/outbound"
 	"github.com/tollgate/tollgate/internal/ratelimit"
 	"github.com/tollgate/tollgate/internal/servicekeys"
+	"github.com/tollgate/tollgate/internal/stores"
 	"github.com/tollgate/tollgate/internal/web"
 )
 
@@ -42,11 +39,8 @@ type Server struct {
 	throttles   *ratelimit.Throttles
 	api         *api.API
 	web         *web.Web
-	// reconciler keeps billing in step with the web provider's API; nil unless
-	// RECONCILE_INTERVAL and WEB_API_KEY are set.
-	reconciler *reconcile.Reconciler
-	// stores read the App Store's and Google Play's own APIs, each where its API settings
-	// are set: what they sent that tollgate missed, and the state of what it knows.
+	// stores read the stores' own APIs, each where its API settings are set: what they
+	// sent that tollgate missed, and the state of their subscriptions.
 	stores []*storeSync
 	// console is the operator console; nil unless ADMIN_EMAILS is set (with the forms).
 	console  *console.Console
@@ -56,8 +50,8 @@ type Server struct {
 	deliverer *outbound.Deliverer
 	// devIdentity is the development identity service; nil unless config.DevIdentity.
 	devIdentity *devidentity.Service
-	// devPlay is the development stand-in for Google Play; nil unless PlayStore.Dev.
-	devPlay *playdev.Google
+	// standIns are the development stand-ins for the stores' APIs the configuration asks for.
+	standIns []*stores.StandIn
 	// held are the entitlement tokens, their keys, and the access token hook.
 	held *heldParts
 }
@@ -94,15 +88,17 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	users := knownusers.New(d, e.log)
 	s.serviceKeys = servicekeys.New(d)
 	s.api = api.New(api.Options{
-		Users:       users,
-		Billing:     s.billing.reader,
-		Checkout:    s.billing.checkout,
-		Purchases:   s.billing.pipeline,
-		Grants:      s.billing.grants,
-		HeldAnswers: s.held.issuer,
-		Keys:        s.serviceKeys,
-		Verifier:    api.NewVerifier(s.keys, api.VerifierOptions{Issuer: e.cfg.AuthJWTIssuer, Audience: e.cfg.AuthJWTAudience, HS256Secret: e.cfg.AuthJWTSecret}),
-		Throttles:   throttles,
+		Users:     users,
+		Billing:   s.billing.reader,
+		Checkout:  s.billing.checkout,
+		Purchases: s.billing.pipeline,
+		// Stores whose purchases apps report, as the list names them.
+		PurchaseStores: e.stores.Claiming(),
+		Grants:         s.billing.grants,
+		HeldAnswers:    s.held.issuer,
+		Keys:           s.serviceKeys,
+		Verifier:       api.NewVerifier(s.keys, api.VerifierOptions{Issuer: e.cfg.AuthJWTIssuer, Audience: e.cfg.AuthJWTAudience, HS256Secret: e.cfg.AuthJWTSecret}),
+		Throttles:      throttles,
 		// In development any localhost origin may call the API until CORS_ORIGINS says
 		// otherwise; elsewhere nothing is allowed until it is set.
 		CORS:      api.CORS{Origins: e.cfg.CORSOrigins, AnyLocalhost: e.cfg.Env == config.Development && len(e.cfg.CORSOrigins) == 0},
@@ -122,8 +118,10 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 		s.deliverer = outbound.New(d, outbound.Options{URL: e.cfg.OutboundWebhookURL, Key: e.cfg.OutboundWebhookSecret, Timeout: e.cfg.OutboundWebhookTimeout, DBTimeout: e.cfg.DBTimeout, Log: e.log, Registerer: registry})
 		s.billing.pipeline.OnBillingChange(func(context.Context, string) { s.deliverer.Wake() })
 	}
-	if e.cfg.WebAPIKey != "" {
-		webOpts.CheckoutPages = stripe.PageOrigins(e.cfg.WebAPIBase)
+	for _, store := range s.billing.stores {
+		if store.Checkout != nil {
+			webOpts.CheckoutPages = append(webOpts.CheckoutPages, store.Checkout.PageOrigins()...)
+		}
 	}
 	s.web, err = web.New(webOpts)
 	if err != nil {
@@ -131,9 +129,6 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 	}
 	if s.console, err = s.newConsole(); err != nil {
 		return nil, err
-	}
-	if _, web := s.billing.pipeline.Adapter(billing.ProviderWeb); web && e.cfg.Reconcile.Interval > 0 && e.cfg.WebAPIKey != "" {
-		s.reconciler = newReconciler(d, e, s.billing, registry)
 	}
 	if s.stores, err = storeSyncs(d, e, s.billing, registry); err != nil {
 		return nil, err
@@ -143,8 +138,8 @@ func NewServer(ctx context.Context, e env, d *db.DB) (*Server, error) {
 
 // startStandIns makes the development stand-ins the configuration asks for: the identity
 // service, answered in-process (its tokens carry the tollgate claim, as the hook adds it),
-// and Google Play. It answers the client that reaches the identity service: the
-// stand-in's, or nil for the configured one over the network.
+// and those of the stores' APIs. It answers the client that reaches the identity service:
+// the stand-in's, or nil for the configured one over the network.
 func (s *Server) startStandIns(ctx context.Context) (*http.Client, error) {
 	var identityClient *http.Client
 	var err error
@@ -154,9 +149,16 @@ func (s *Server) startStandIns(ctx context.Context) (*http.Client, error) {
 		}
 		identityClient = s.devIdentity.Client()
 	}
-	if play := s.cfg.PlayStore; play.Dev {
-		if s.devPlay, err = playdev.New(playdev.Config{Audience: play.PushAudience, ServiceAccount: play.PushServiceAccount}); err != nil {
+	for _, store := range s.env.stores {
+		if store.StandIn == nil || !store.On(s.cfg) {
+			continue
+		}
+		standIn, err := store.StandIn(s.cfg)
+		if err != nil {
 			return nil, err
+		}
+		if standIn != nil {
+			s.standIns = append(s.standIns, standIn)
 		}
 	}
 	return identityClient, nil
@@ -171,7 +173,7 @@ func Open(ctx context.Context, getenv func(string) string, logs io.Writer) (*Ser
 	if err != nil {
 		return nil, err
 	}
-	return start(ctx, env{cfg: cfg, getenv: getenv, log: newLogger(cfg, logs), stdout: logs, stderr: logs, devEnvLooked: looked})
+	return start(ctx, env{stores: stores.All(), cfg: cfg, getenv: getenv, log: newLogger(cfg, logs), stdout: logs, stderr: logs, devEnvLooked: looked})
 }
 
 // start opens what a server needs: the configuration checked, the database, migrated

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing/retention"
-	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/db"
 )
 
@@ -147,9 +146,6 @@ func (s *Server) runBackground(ctx context.Context) []chan struct{} {
 			pruner := retention.New(s.db, retention.Options{Window: r.Window, Unresolved: r.Unresolved, ArchiveDir: r.ArchiveDir, Log: s.env.log})
 			each.Go(func() { pruner.Run(ctx) })
 		}
-		if s.reconciler != nil {
-			each.Go(func() { s.reconciler.Run(ctx, s.cfg.Reconcile.Interval) })
-		}
 		for _, store := range s.stores {
 			each.Go(func() { store.run(ctx, s.env, s.cfg.Reconcile.Interval) })
 		}
@@ -175,13 +171,13 @@ func (s *Server) logStart(listener net.Listener) {
 		s.env.log.Warn("development identity service on "+s.cfg.AuthURL+": anyone who reaches it can sign in as any e-mail; "+
 			"e-mails are printed here, not sent. Set AUTH_URL to use a real identity service", "users_and_keys", "in the database")
 	}
-	if s.cfg.AppStore.BundleID != "" && !s.cfg.AppStore.APIOn() {
-		s.env.log.Info("App Store Server API off: notifications missed while tollgate was away are not caught up. " +
-			"Set APPSTORE_KEY_ID, APPSTORE_ISSUER_ID and APPSTORE_PRIVATE_KEY_FILE to read Apple's notification history")
+	for _, store := range s.billing.stores {
+		if store.API != nil && store.API.Off != "" && !store.API.On(s.cfg) {
+			s.env.log.Info(store.API.Off)
+		}
 	}
-	if s.devPlay != nil {
-		s.env.log.Warn("Google Play through the development stand-in on " + s.cfg.PublicURL + config.DevPlayPath +
-			": no Google account needed; try it with tollgate webhook send --provider playstore. Set PLAY_PACKAGE_NAME to hear Google")
+	for _, standIn := range s.standIns {
+		s.env.log.Warn(standIn.Warn)
 	}
 	s.env.log.Info("tollgate is running", "url", localURL(listener.Addr()), "public_url", s.cfg.PublicURL, "env", s.cfg.Env,
 		"database", db.Describe(s.cfg.DatabaseURL), "web_ingestion", s.cfg.WebIngestion, "forms", onOff(s.cfg.Forms), "api", onOff(s.cfg.API),

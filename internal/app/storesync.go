@@ -2,36 +2,26 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
-	"github.com/tollgate/tollgate/internal/billing/playstore"
 	"github.com/tollgate/tollgate/internal/billing/reconcile"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/periodic"
+	"github.com/tollgate/tollgate/internal/stores"
 )
-
-// How far back Apple keeps the notification history, by environment.
-var appStoreHistoryKept = map[string]time.Duration{"Production": 180 * 24 * time.Hour, "Sandbox": 30 * 24 * time.Hour}
-
-// playLimit is the most requests a second a pass makes of Google Play, whatever
-// RECONCILE_PACE says: under Google's quota. The voided purchases list has a tighter
-// quota of its own, and is read at most once a second.
-const playLimit = 40
 
 // storeSync is one store's reading of its own API, when its API settings are set: its
 // histories (the App Store's notifications, one per environment; Google Play's voided
 // purchases), caught up on at start-up and before each pass, and its reconciler, whose
-// passes read each subscription tollgate knows.
+// passes read the store's subscriptions (every one its API lists, or each one tollgate
+// knows).
 type storeSync struct {
 	provider string
 	// noun names the histories' items in the command's summary lines.
@@ -40,103 +30,62 @@ type storeSync struct {
 	reconciler *reconcile.Reconciler
 }
 
-// storeSyncs are the stores whose APIs are configured: the App Store with its key, Google
-// Play whenever it is on (its service account key is required).
+// storeSyncs are the stores whose API settings are set, in the list's order.
 func storeSyncs(d *db.DB, e env, b *billingParts, reg prometheus.Registerer) ([]*storeSync, error) {
 	var list []*storeSync
-	apple, err := appStoreSync(d, e, b, reg)
-	if err != nil {
-		return nil, err
-	}
-	if apple != nil {
-		list = append(list, apple)
-	}
-	if play := playStoreSync(d, e, b, reg); play != nil {
-		list = append(list, play)
+	for _, s := range b.stores {
+		if s.Reading == nil {
+			continue
+		}
+		sync, err := newStoreSync(d, e, b, s, reg)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, sync)
 	}
 	return list, nil
 }
 
-// appStoreSync reads the App Store Server API of each environment applied.
-func appStoreSync(d *db.DB, e env, b *billingParts, reg prometheus.Registerer) (*storeSync, error) {
-	cfg := e.cfg.AppStore
-	a, ok := b.pipeline.Adapter(billing.ProviderAppStore)
-	adapter, isAppStore := a.(*appstore.Adapter)
-	if !cfg.APIOn() || !ok || !isAppStore {
-		return nil, nil
-	}
-	p8, err := os.ReadFile(cfg.PrivateKeyFile)
+// newStoreSync reads the store's API as its entry in the list says: a listing is read
+// at RECONCILE_PACE requests a second (a store that reads one subscription at a time
+// paces itself).
+func newStoreSync(d *db.DB, e env, b *billingParts, s stores.OpenStore, reg prometheus.Registerer) (*storeSync, error) {
+	r, err := s.Reading(nil)
 	if err != nil {
-		return nil, fmt.Errorf("APPSTORE_PRIVATE_KEY_FILE: %w", err)
+		return nil, err
 	}
-	s := &storeSync{provider: billing.ProviderAppStore, noun: "notifications"}
-	var apis []*appstore.API
-	for _, env := range cfg.Environments {
-		api, err := adapter.API(appstore.APIConfig{KeyID: cfg.KeyID, IssuerID: cfg.IssuerID, PrivateKey: p8, Environment: env, BaseURL: cfg.APIBase,
-			Pace: float64(e.cfg.Reconcile.Pace)})
-		if err != nil {
-			return nil, fmt.Errorf("APPSTORE_PRIVATE_KEY_FILE: %w", err)
-		}
-		apis = append(apis, api)
-		s.histories = append(s.histories, reconcile.NewHistory(d, b.pipeline, e.log, reconcile.HistoryOptions{
-			Provider: billing.ProviderAppStore, Environment: env, MaxBack: appStoreHistoryKept[env], Read: api.NotificationHistory,
-		}))
+	sync := &storeSync{provider: s.Name, noun: r.Noun}
+	for _, h := range r.Histories {
+		sync.histories = append(sync.histories, reconcile.NewHistory(d, b.pipeline, e.log, h))
 	}
-	s.reconciler = reconcile.New(d, b.pipeline, e.log, reconcile.Options{Provider: billing.ProviderAppStore, Registerer: reg,
-		Read: reconcile.KnownSubscriptions(d, billing.ProviderAppStore, time.Now, appStoreStatuses(apis)), Before: s.beforePass(e)})
-	return s, nil
+	read := reconcile.KnownSubscriptions(d, s.Name, time.Now, r.Read)
+	if r.List != nil {
+		read = paced(r.List(stores.ListQuery{}), rate.NewLimiter(rate.Limit(e.cfg.Reconcile.Pace), 1))
+	}
+	sync.reconciler = reconcile.New(d, b.pipeline, e.log, reconcile.Options{Provider: s.Name, Registerer: reg, Read: read,
+		Before: sync.beforePass(e)})
+	return sync, nil
 }
 
-// appStoreStatuses reads a subscription's status from the first environment that knows
-// it; one that none knows is read as unknown, and the pass counts it unresolved.
-func appStoreStatuses(apis []*appstore.API) reconcile.StoreReader {
-	envs := make([]reconcile.Environment, 0, len(apis))
-	for _, api := range apis {
-		envs = append(envs, reconcile.Environment{
-			Name: api.Environment(),
-			Read: func(ctx context.Context, id string, _ []byte) (json.RawMessage, error) {
-				return api.ReadSubscription(ctx, id)
-			},
-			NotHere: func(err error) bool { return errors.Is(err, appstore.ErrUnknownSubscription) },
-		})
-	}
-	return reconcile.Environments(envs, func(id string) (json.RawMessage, error) {
-		return json.Marshal(appstore.SubscriptionStatus{OriginalTransactionID: id})
-	})
-}
-
-// playStoreSync reads Google Play's voided purchases and subscriptionsv2, paced under
-// Google's limit.
-func playStoreSync(d *db.DB, e env, b *billingParts, reg prometheus.Registerer) *storeSync {
-	a, ok := b.pipeline.Adapter(billing.ProviderPlayStore)
-	play, isPlay := a.(*playstore.Adapter)
-	if !ok || !isPlay {
-		return nil
-	}
-	limit := float64(playLimit)
-	if pace := float64(e.cfg.Reconcile.Pace); pace > 0 {
-		limit = min(limit, pace)
-	}
-	pace, voidedPace := rate.NewLimiter(rate.Limit(limit), 1), rate.NewLimiter(1, 1)
-	voided := func(ctx context.Context, start, end time.Time, page string) (billing.HistoryPage, error) {
-		if err := voidedPace.Wait(ctx); err != nil {
-			return billing.HistoryPage{}, err
-		}
-		return play.VoidedPurchases(ctx, start, end, page)
-	}
-	read := func(ctx context.Context, token string, state []byte) (json.RawMessage, error) {
+// paced reads each page once pace allows.
+func paced(read pipeline.PageReader, pace *rate.Limiter) pipeline.PageReader {
+	return func(ctx context.Context, after string) (pipeline.Page, error) {
 		if err := pace.Wait(ctx); err != nil {
-			return nil, err
+			return pipeline.Page{}, err
 		}
-		return play.ReadSubscription(ctx, token, state)
+		return read(ctx, after)
 	}
-	s := &storeSync{provider: billing.ProviderPlayStore, noun: "voided purchases"}
-	s.histories = []*reconcile.History{reconcile.NewHistory(d, b.pipeline, e.log, reconcile.HistoryOptions{
-		Provider: billing.ProviderPlayStore, Environment: "voided", MaxBack: playstore.VoidedKept, Read: voided,
-	})}
-	s.reconciler = reconcile.New(d, b.pipeline, e.log, reconcile.Options{Provider: billing.ProviderPlayStore, Registerer: reg,
-		Read: reconcile.KnownSubscriptions(d, billing.ProviderPlayStore, time.Now, read), Before: s.beforePass(e)})
-	return s
+}
+
+// reading is the reading of the API of the store named provider, which must be on with
+// its API settings set.
+func (b *billingParts) reading(provider string, onWait func(time.Duration, string)) (stores.Reading, error) {
+	for _, s := range b.stores {
+		if s.Name == provider && s.Reading != nil {
+			return s.Reading(onWait)
+		}
+	}
+	return stores.Reading{}, fmt.Errorf("%s is off, or its API settings are not set", provider)
 }
 
 // run catches up at start-up, whatever RECONCILE_INTERVAL, then runs a pass on the
@@ -144,7 +93,10 @@ func playStoreSync(d *db.DB, e env, b *billingParts, reg prometheus.Registerer) 
 // A history another process is reading is tried again every few seconds until it is
 // free: a read cut short by a process that died is taken up once its lease runs out.
 func (s *storeSync) run(ctx context.Context, e env, interval time.Duration) {
-	if interval > 0 {
+	switch {
+	case interval <= 0 && len(s.histories) == 0:
+		return // nothing to catch up on, and no passes
+	case interval > 0:
 		s.catchUpWhenFree(ctx, e)
 		s.reconciler.Run(ctx, interval)
 		return

@@ -24,12 +24,6 @@ const (
 	ProviderGrant = "grant"
 )
 
-// InApp says whether provider sells in the mobile app: its subscriptions are changed in
-// the app's store, not on the web.
-func InApp(provider string) bool {
-	return provider == ProviderMobile || provider == ProviderAppStore || provider == ProviderPlayStore
-}
-
 // Canonical subscription statuses: every provider's states map onto these.
 const (
 	StatusActive    = "active"

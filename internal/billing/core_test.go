@@ -165,8 +165,9 @@ func TestPlanForAndManagedInApp(t *testing.T) {
 	both := billing.Position("u", now, []billing.Subscription{
 		sub("mobile", billing.StatusActive, pro, at(time.Hour), 0), sub("web", billing.StatusActive, pro, at(time.Hour), 0),
 	}, c)
-	if !mobileOnly.ManagedInApp() || both.ManagedInApp() {
-		t.Fatalf("managed in app: mobile only %t, both %t", mobileOnly.ManagedInApp(), both.ManagedInApp())
+	inApp := func(p string) bool { return p == "mobile" }
+	if !mobileOnly.ManagedInApp(inApp) || both.ManagedInApp(inApp) {
+		t.Fatalf("managed in app: mobile only %t, both %t", mobileOnly.ManagedInApp(inApp), both.ManagedInApp(inApp))
 	}
 	for id, want := range map[string]bool{"5a4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d": true, "5a4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3": false, "5a4c8162x3b1e-4f7a-9d2c-8e6f0a1b2c3d": false, "": false} {
 		if billing.IsUUID(id) != want {

@@ -98,12 +98,14 @@ func (e Entitlements) UsagePeriodEnd() time.Time {
 
 // ManagedInApp says whether a subscription sold in the mobile app entitles the user and
 // none from the web does: such a plan is changed in the app's store, not on the web.
-func (e Entitlements) ManagedInApp() bool {
+// soldInApp says which providers sell in the app (the list of stores knows); a grant is
+// sold by neither.
+func (e Entitlements) ManagedInApp(soldInApp func(provider string) bool) bool {
 	inApp, web := false, false
 	for _, sub := range e.Subscriptions {
-		if sub.Entitling(e.At) {
-			inApp = inApp || InApp(sub.Provider)
-			web = web || sub.Provider == ProviderWeb
+		if sub.Entitling(e.At) && sub.Provider != ProviderGrant {
+			inApp = inApp || soldInApp(sub.Provider)
+			web = web || !soldInApp(sub.Provider)
 		}
 	}
 	return inApp && !web

@@ -45,6 +45,11 @@ type Options struct {
 	Billing  *reader.Reader
 	Pipeline *pipeline.Pipeline
 	Grants   *grants.Grants
+	// Stores are the stores the binary knows, in the order the charts show them; a
+	// store's Dashboard, when set, links a subscription to its page in the store's own
+	// dashboard ("" when an id reaches none).
+	Stores    []string
+	Dashboard func(provider, subscriptionID string) string
 	// Wake tells the outbound deliverer that a delivery was queued again; nil when
 	// outbound webhooks are off.
 	Wake func()
@@ -68,6 +73,9 @@ type Console struct {
 func New(opts Options) (*Console, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
+	}
+	if opts.Dashboard == nil {
+		opts.Dashboard = func(string, string) string { return "" }
 	}
 	c := &Console{opts: opts, pages: map[string]*template.Template{}, daily: parseDaily(opts.DB.Engine), kept: keptStanding{slowAfter: slowStanding, bigFrom: bigStanding}}
 	for _, name := range []string{"overview", "customers", "customer", "events", "event", "deliveries", "plans", "audit", "message"} {

@@ -169,7 +169,7 @@ func (c *Console) customerPage(ctx context.Context, userID string, pageNo int, f
 		return data, err
 	}
 	for _, s := range subs {
-		data.Subscriptions = append(data.Subscriptions, subscriptionRow{s, priceText(s.Amount, s.Currency, s.BillingPeriod), dashboardURL(s.Provider, s.ProviderSubscriptionID)})
+		data.Subscriptions = append(data.Subscriptions, subscriptionRow{s, priceText(s.Amount, s.Currency, s.BillingPeriod), c.opts.Dashboard(s.Provider, s.ProviderSubscriptionID)})
 	}
 	if data.Grants, data.Grant.Plans, err = c.grantsOf(ctx, userID); err != nil {
 		return data, err
@@ -185,15 +185,6 @@ func pageNumber(r *http.Request) int {
 		return 1
 	}
 	return n
-}
-
-// dashboardURL links a provider subscription to its page in the provider's dashboard,
-// where the provider has one that an id reaches.
-func dashboardURL(provider, subscriptionID string) string {
-	if provider == billing.ProviderWeb && strings.HasPrefix(subscriptionID, "sub_") {
-		return "https://dashboard.stripe.com/subscriptions/" + subscriptionID
-	}
-	return ""
 }
 
 // priceText writes a price per period ("9.99 usd / P1M"), or "" when unknown.

@@ -86,7 +86,7 @@ func (c *Console) charts(ctx context.Context, current standingNow) ([]chart, err
 			add(mrr, today, r.Currency, r.MRR)
 		}
 	}
-	providers := []string{billing.ProviderWeb, billing.ProviderMobile, billing.ProviderAppStore, billing.ProviderPlayStore}
+	providers := c.opts.Stores
 	charts := []chart{
 		chartOf("active", "Active subscribers by provider (people)", true, days, active, providers, count),
 		chartOf("mrr", "MRR by currency", true, days, mrr, nil, majorUnits),

@@ -11,18 +11,21 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
+	"github.com/tollgate/tollgate/internal/billing/reconcile"
 	"github.com/tollgate/tollgate/internal/config"
 )
 
-// appStore is the App Store, heard directly when APPSTORE_BUNDLE_ID is set. Its test
-// events are notifications written decoded, signed with a local test chain.
-var appStore = Store{Name: billing.ProviderAppStore,
-	On: func(cfg config.Config) bool { return cfg.AppStore.BundleID != "" }, Adapter: appStoreAdapter,
-	TestEvents: TestEvents{
+// appStore is the App Store, heard directly when APPSTORE_BUNDLE_ID is set, and read
+// through the App Store Server API with its key. Its test events are notifications
+// written decoded, signed with a local test chain.
+var appStore = Store{Name: billing.ProviderAppStore, Display: "App Store", InApp: true, Claims: true,
+	On: func(cfg config.Config) bool { return cfg.AppStore.BundleID != "" }, Open: openAppStore,
+	TestEvents: &TestEvents{
 		Shape: "App Store, written decoded", LooksLike: appstoredev.LooksLike, ForUser: appstoredev.ForUser, MoveToNow: appstoredev.MoveToNow,
 		Deliver: func(_ context.Context, d Delivery) ([]byte, http.Header, error) {
 			signed, err := signAppStore(d)
@@ -31,7 +34,61 @@ var appStore = Store{Name: billing.ProviderAppStore,
 		NotHeard: func(cfg config.Config) string {
 			return "the server hears notifications signed with the local test chain when started with " + appStoreSettings(cfg)
 		},
-	}}
+	},
+	API: &API{On: func(cfg config.Config) bool { return cfg.AppStore.APIOn() },
+		Needs: "APPSTORE_KEY_ID, APPSTORE_ISSUER_ID and APPSTORE_PRIVATE_KEY_FILE (with APPSTORE_BUNDLE_ID): are required to read the App Store Server API",
+		Off: "App Store Server API off: notifications missed while tollgate was away are not caught up. " +
+			"Set APPSTORE_KEY_ID, APPSTORE_ISSUER_ID and APPSTORE_PRIVATE_KEY_FILE to read Apple's notification history"},
+}
+
+// How far back Apple keeps the notification history, by environment.
+var appStoreHistoryKept = map[string]time.Duration{"Production": 180 * 24 * time.Hour, "Sandbox": 30 * 24 * time.Hour}
+
+// openAppStore is the App Store's adapter and, with its key, its API.
+func openAppStore(cfg config.Config) (Opened, error) {
+	a, err := appStoreAdapter(cfg)
+	if err != nil {
+		return Opened{}, err
+	}
+	o := Opened{Adapter: a}
+	if cfg.AppStore.APIOn() {
+		o.Reading = func(func(time.Duration, string)) (Reading, error) { return appStoreReading(cfg, a) }
+	}
+	return o, nil
+}
+
+// appStoreReading reads the App Store Server API of each environment applied: its
+// notification history, and the status of each subscription tollgate knows.
+func appStoreReading(cfg config.Config, adapter *appstore.Adapter) (Reading, error) {
+	p8, err := os.ReadFile(cfg.AppStore.PrivateKeyFile)
+	if err != nil {
+		return Reading{}, fmt.Errorf("APPSTORE_PRIVATE_KEY_FILE: %w", err)
+	}
+	r := Reading{Noun: "notifications"}
+	var envs []reconcile.Environment
+	for _, env := range cfg.AppStore.Environments {
+		api, err := adapter.API(appstore.APIConfig{KeyID: cfg.AppStore.KeyID, IssuerID: cfg.AppStore.IssuerID, PrivateKey: p8,
+			Environment: env, BaseURL: cfg.AppStore.APIBase, Pace: float64(cfg.Reconcile.Pace)})
+		if err != nil {
+			return Reading{}, fmt.Errorf("APPSTORE_PRIVATE_KEY_FILE: %w", err)
+		}
+		r.Histories = append(r.Histories, reconcile.HistoryOptions{
+			Provider: billing.ProviderAppStore, Environment: env, MaxBack: appStoreHistoryKept[env], Read: api.NotificationHistory,
+		})
+		envs = append(envs, reconcile.Environment{
+			Name: api.Environment(),
+			Read: func(ctx context.Context, id string, _ []byte) (json.RawMessage, error) {
+				return api.ReadSubscription(ctx, id)
+			},
+			NotHere: func(err error) bool { return errors.Is(err, appstore.ErrUnknownSubscription) },
+		})
+	}
+	// A subscription no environment knows is read as unknown: the pass counts it unresolved.
+	r.Read = reconcile.Environments(envs, func(id string) (json.RawMessage, error) {
+		return json.Marshal(appstore.SubscriptionStatus{OriginalTransactionID: id})
+	})
+	return r, nil
+}
 
 // fixturesBundle is the app the App Store fixtures are about.
 const fixturesBundle = "com.example.app"
@@ -67,7 +124,7 @@ func signAppStore(d Delivery) ([]byte, error) {
 }
 
 // appStoreAdapter is the App Store's adapter, with the roots of APPSTORE_ROOT_CERTS when set.
-func appStoreAdapter(cfg config.Config) (billing.Adapter, error) {
+func appStoreAdapter(cfg config.Config) (*appstore.Adapter, error) {
 	c := appstore.Config{BundleID: cfg.AppStore.BundleID, Environments: cfg.AppStore.Environments}
 	if path := cfg.AppStore.RootCerts; path != "" {
 		roots, err := os.ReadFile(path)

@@ -11,18 +11,21 @@ import (
 )
 
 // mobile is Adapty (or any Adapty-shaped provider): its webhooks authorised with
-// MOBILE_WEBHOOK_SECRET.
-var mobile = Store{Name: billing.ProviderMobile, On: always, Adapter: func(cfg config.Config) (billing.Adapter, error) {
-	return adapty.New(cfg.MobileWebhookSecret, cfg.MobileEventAliases), nil
-}, TestEvents: TestEvents{
-	Shape: "Adapty-shaped", LooksLike: adapty.LooksLike, ForUser: adapty.ForUser, MoveToNow: adapty.MoveToNow,
-	Deliver: func(_ context.Context, d Delivery) ([]byte, http.Header, error) {
-		if d.Config.MobileWebhookSecret == "" {
-			return nil, nil, errors.New("MOBILE_WEBHOOK_SECRET is not set")
-		}
-		header := jsonHeader()
-		header.Set("Authorization", d.Config.MobileWebhookSecret)
-		return d.Body, header, nil
+// MOBILE_WEBHOOK_SECRET. It sells in the app; it has no API tollgate reads.
+var mobile = Store{Name: billing.ProviderMobile, Display: "Adapty", InApp: true, On: always,
+	Open: func(cfg config.Config) (Opened, error) {
+		return Opened{Adapter: adapty.New(cfg.MobileWebhookSecret, cfg.MobileEventAliases)}, nil
 	},
-	NotHeard: func(config.Config) string { return "" },
-}}
+	TestEvents: &TestEvents{
+		Shape: "Adapty-shaped", LooksLike: adapty.LooksLike, ForUser: adapty.ForUser, MoveToNow: adapty.MoveToNow,
+		Deliver: func(_ context.Context, d Delivery) ([]byte, http.Header, error) {
+			if d.Config.MobileWebhookSecret == "" {
+				return nil, nil, errors.New("MOBILE_WEBHOOK_SECRET is not set")
+			}
+			header := jsonHeader()
+			header.Set("Authorization", d.Config.MobileWebhookSecret)
+			return d.Body, header, nil
+		},
+		NotHeard: func(config.Config) string { return "" },
+	},
+}

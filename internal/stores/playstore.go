@@ -9,25 +9,93 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/billing/playstore"
 	"github.com/tollgate/tollgate/internal/billing/playstore/playdev"
+	"github.com/tollgate/tollgate/internal/billing/reconcile"
 	"github.com/tollgate/tollgate/internal/config"
 )
 
 // playStore is Google Play, heard directly when PLAY_PACKAGE_NAME is set (or through the
 // development stand-in). Its test events go through the development stand-in for Google:
 // it is told of the purchase, and its notification is pushed with the stand-in's token.
-var playStore = Store{Name: billing.ProviderPlayStore,
-	On: func(cfg config.Config) bool { return cfg.PlayStore.PackageName != "" }, Adapter: playStoreAdapter,
-	TestEvents: TestEvents{
+var playStore = Store{Name: billing.ProviderPlayStore, Display: "Google Play", InApp: true, Claims: true,
+	On: func(cfg config.Config) bool { return cfg.PlayStore.PackageName != "" }, Open: openPlayStore,
+	Note: func(cfg config.Config) string {
+		if cfg.PlayStore.Dev {
+			return "development stand-in"
+		}
+		return ""
+	},
+	TestEvents: &TestEvents{
 		Shape: "Google Play notification and purchase", LooksLike: playdev.LooksLike, ForUser: playdev.ForUser, MoveToNow: playdev.MoveToNow,
 		New: newPlayPurchase, Deliver: pushPlay,
 		NotHeard: func(config.Config) string {
 			return "the server hears Google Play through its development stand-in when " + devPlayNeeds
 		},
-	}}
+	},
+	// Its service account key is required: its API is on whenever it is.
+	API: &API{On: func(cfg config.Config) bool { return cfg.PlayStore.PackageName != "" },
+		Needs: "PLAY_PACKAGE_NAME and PLAY_SERVICE_ACCOUNT_JSON: are required to read the Google Play Developer API",
+		// The development stand-in lives inside serve: only named is it read.
+		OnlyNamed: func(cfg config.Config) bool { return cfg.PlayStore.Dev }},
+	StandIn: playStandIn,
+}
+
+// playLimit is the most requests a second a pass makes of Google Play, whatever
+// RECONCILE_PACE says: under Google's quota. The voided purchases list has a tighter
+// quota of its own, and is read at most once a second.
+const playLimit = 40
+
+// openPlayStore is Google Play's adapter and its API: subscriptionsv2 paced under Google's
+// limit, and the voided purchases.
+func openPlayStore(cfg config.Config) (Opened, error) {
+	play, err := playStoreAdapter(cfg)
+	if err != nil {
+		return Opened{}, err
+	}
+	reading := func(func(time.Duration, string)) (Reading, error) {
+		limit := float64(playLimit)
+		if pace := float64(cfg.Reconcile.Pace); pace > 0 {
+			limit = min(limit, pace)
+		}
+		pace, voidedPace := rate.NewLimiter(rate.Limit(limit), 1), rate.NewLimiter(1, 1)
+		voided := func(ctx context.Context, start, end time.Time, page string) (billing.HistoryPage, error) {
+			if err := voidedPace.Wait(ctx); err != nil {
+				return billing.HistoryPage{}, err
+			}
+			return play.VoidedPurchases(ctx, start, end, page)
+		}
+		read := func(ctx context.Context, token string, state []byte) (json.RawMessage, error) {
+			if err := pace.Wait(ctx); err != nil {
+				return nil, err
+			}
+			return play.ReadSubscription(ctx, token, state)
+		}
+		return Reading{Noun: "voided purchases", Read: read, Histories: []reconcile.HistoryOptions{{
+			Provider: billing.ProviderPlayStore, Environment: "voided", MaxBack: playstore.VoidedKept, Read: voided,
+		}}}, nil
+	}
+	return Opened{Adapter: play, Reading: reading}, nil
+}
+
+// playStandIn is the development stand-in for Google, in development with no package set.
+func playStandIn(cfg config.Config) (*StandIn, error) {
+	play := cfg.PlayStore
+	if !play.Dev {
+		return nil, nil
+	}
+	google, err := playdev.New(playdev.Config{Audience: play.PushAudience, ServiceAccount: play.PushServiceAccount})
+	if err != nil {
+		return nil, err
+	}
+	return &StandIn{Path: config.DevPlayPath, Handler: google.Handler(),
+		Warn: "Google Play through the development stand-in on " + cfg.PublicURL + config.DevPlayPath +
+			": no Google account needed; try it with tollgate webhook send --provider playstore. Set PLAY_PACKAGE_NAME to hear Google"}, nil
+}
 
 // devPlayNeeds is what Google Play through the development stand-in needs.
 const devPlayNeeds = "it runs in development (APP_ENV unset or development) with PLAY_PACKAGE_NAME unset and ADDR on loopback"
@@ -85,7 +153,7 @@ func pushPlay(ctx context.Context, d Delivery) ([]byte, http.Header, error) {
 
 // playStoreAdapter is Google Play's adapter, with the service account key of
 // PLAY_SERVICE_ACCOUNT_JSON, or one for the development stand-in.
-func playStoreAdapter(cfg config.Config) (billing.Adapter, error) {
+func playStoreAdapter(cfg config.Config) (*playstore.Adapter, error) {
 	play := cfg.PlayStore
 	var key []byte
 	var err error

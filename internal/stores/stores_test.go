@@ -41,17 +41,20 @@ func TestEachStoreIsItsAdapter(t *testing.T) {
 			t.Errorf("%s is off with its settings set", s.Name)
 		}
 	}
-	adapters, err := stores.Adapters(cfg)
+	opened, err := stores.All().Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := stores.Names()
-	if len(adapters) != len(names) || names[0] != billing.ProviderWeb {
-		t.Fatalf("%d adapters for %v", len(adapters), names)
+	names := stores.All().Names()
+	if len(opened) != len(names) || names[0] != billing.ProviderWeb {
+		t.Fatalf("%d stores open of %v", len(opened), names)
 	}
-	for i, a := range adapters {
-		if a.Provider() != names[i] {
-			t.Errorf("store %s's adapter says it is %s", names[i], a.Provider())
+	for i, s := range opened {
+		if s.Adapter.Provider() != names[i] {
+			t.Errorf("store %s's adapter says it is %s", names[i], s.Adapter.Provider())
+		}
+		if s.Display == "" {
+			t.Errorf("store %s has no name for people", s.Name)
 		}
 	}
 }

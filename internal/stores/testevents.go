@@ -35,35 +35,11 @@ type TestEvents struct {
 type Delivery struct {
 	Config config.Config
 	Body   []byte
-	// SignatureHeader is the header a signature goes in, where the store has a choice
-	// (the web store: Web-Signature or Stripe-Signature).
+	// SignatureHeader is which header a signature goes in, where the store has a choice
+	// (the web store: "web" for Web-Signature, "stripe" for Stripe-Signature).
 	SignatureHeader string
 	// Stderr is told what a person should know of the delivery (a test chain made).
 	Stderr io.Writer
-}
-
-// ShapeOf says which store's event a JSON body looks like, or "" when it cannot tell.
-func ShapeOf(body []byte) string {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(body, &top) != nil {
-		return ""
-	}
-	for _, s := range All() {
-		if s.TestEvents.LooksLike(top) {
-			return s.Name
-		}
-	}
-	return ""
-}
-
-// ByName is the store named name.
-func ByName(name string) (Store, bool) {
-	for _, s := range All() {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return Store{}, false
 }
 
 func jsonHeader() http.Header { return http.Header{"Content-Type": {"application/json"}} }

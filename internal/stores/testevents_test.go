@@ -23,11 +23,11 @@ func TestShapeOf(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := stores.ShapeOf(body); got != want {
+		if got := stores.All().ShapeOf(body); got != want {
 			t.Errorf("%s looks like %q, want %q", file, got, want)
 		}
 	}
-	if got := stores.ShapeOf([]byte(`{"hello":"world"}`)); got != "" {
+	if got := stores.All().ShapeOf([]byte(`{"hello":"world"}`)); got != "" {
 		t.Errorf("an unknown shape is %q", got)
 	}
 }

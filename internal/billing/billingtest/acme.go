@@ -115,6 +115,18 @@ func (a Acme) Facts(stored billing.Stored) (billing.Facts, error) {
 	}, nil
 }
 
+// ReadSnapshot reads an Acme subscription as Acme's (made-up) API answers for it: an
+// AcmeEvent whose kind says its state at the read ("started" or "lapsed").
+func (a Acme) ReadSnapshot(raw []byte, at time.Time) (billing.Reading, billing.SnapshotInfo, error) {
+	var ev AcmeEvent
+	if err := json.Unmarshal(raw, &ev); err != nil || ev.Subscription == "" {
+		return billing.Reading{}, billing.SnapshotInfo{}, errors.New("an acme subscription read without its subscription")
+	}
+	at = at.UTC()
+	return billing.Reading{Subscription: ev.Subscription, Type: billing.SnapshotEventType, At: at, Snapshot: true, Decoded: &ev},
+		billing.SnapshotInfo{Subscription: ev.Subscription}, nil
+}
+
 // SendAcme delivers ev to the acme route, signed with secret.
 func (h *Harness) SendAcme(ev AcmeEvent, secret string) (int, http.Header) {
 	body, err := json.Marshal(ev)

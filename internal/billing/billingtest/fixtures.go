@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/internal/billing"
 )
 
 // Fixture reads a provider payload from internal/billing/testdata, wherever the test runs.
@@ -65,3 +67,9 @@ func WaitFor(t testing.TB, cond func() bool) {
 
 // Stamp renders a time as the tests compare it: RFC 3339 in UTC.
 func Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// SoldInApp says which of the stores these kits know sell in the app, as the list of
+// stores says it to checkout.
+func SoldInApp(provider string) bool {
+	return provider == billing.ProviderMobile || provider == billing.ProviderAppStore || provider == billing.ProviderPlayStore
+}

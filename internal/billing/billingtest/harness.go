@@ -20,11 +20,11 @@ import (
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/adapty"
-	"github.com/tollgate/tollgate/internal/billing/mirror"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/billing/reader"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
+	"github.com/tollgate/tollgate/internal/billing/stripe/mirror"
 	"github.com/tollgate/tollgate/internal/billing/webhooks"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/logcapture"
@@ -143,7 +143,7 @@ func New(t testing.TB, d *db.DB, opts ...Option) *Harness {
 	if !o.MountWeb {
 		routed = adapters[1:]
 	}
-	var m *mirror.Mirror
+	var m plans.Mirror // nil unless in sync_engine mode: never a nil *mirror.Mirror
 	if o.SyncEngineSchema != "" {
 		m = mirror.New(d, o.SyncEngineSchema, log)
 	}

@@ -6,7 +6,7 @@ package checkout
 import (
 	"cmp"
 	"context"
-	"errors"
+
 	"log/slog"
 	"net/url"
 	"slices"
@@ -14,18 +14,20 @@ import (
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/reader"
-	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
 // Options configures a Checkout.
 type Options struct {
-	// API, when set (WEB_API_KEY), lets users start web purchases and open the
-	// provider's portal; PublicURL and RedirectOrigins bound where they return to.
-	API             *stripe.Client
+	// Store, when set (its API key is), lets users start web purchases and open the
+	// store's portal; PublicURL and RedirectOrigins bound where they return to.
+	Store           billing.WebStore
 	PublicURL       string
 	RedirectOrigins []string
+	// SoldInApp says whether a provider sells in the app: a user it sold a plan to
+	// changes it there, and is offered nothing on the web.
+	SoldInApp func(provider string) bool
 	// Applier applies what Sync reads back from the provider.
 	Applier Applier
 }
@@ -35,7 +37,8 @@ type Checkout struct {
 	db        *db.DB
 	log       *slog.Logger
 	reader    *reader.Reader
-	api       *stripe.Client
+	store     billing.WebStore
+	soldInApp func(provider string) bool
 	applier   Applier
 	publicURL string
 	// redirectOrigins are the scheme://host[:port] a checkout may return to.
@@ -44,7 +47,11 @@ type Checkout struct {
 
 // New builds a Checkout.
 func New(d *db.DB, log *slog.Logger, r *reader.Reader, opts Options) *Checkout {
-	s := &Checkout{db: d, log: log, reader: r, api: opts.API, applier: opts.Applier, publicURL: strings.TrimRight(opts.PublicURL, "/")}
+	s := &Checkout{db: d, log: log, reader: r, store: opts.Store, soldInApp: opts.SoldInApp, applier: opts.Applier,
+		publicURL: strings.TrimRight(opts.PublicURL, "/")}
+	if s.soldInApp == nil {
+		s.soldInApp = func(string) bool { return false }
+	}
 	if u, err := url.Parse(s.publicURL); err == nil && u.Host != "" {
 		s.redirectOrigins = append(s.redirectOrigins, strings.ToLower(u.Scheme+"://"+u.Host))
 	}
@@ -75,7 +82,7 @@ type Request struct {
 // subscription carries metadata.user_id, so that its webhooks resolve to the buyer with no
 // further step. It returns the session's URL, to send the buyer to.
 func (s *Checkout) Start(ctx context.Context, buyer Buyer, req Request) (string, error) {
-	if s.api == nil {
+	if s.store == nil {
 		return "", billing.ErrCheckoutUnavailable
 	}
 	success, err := s.redirectURL(req.SuccessURL, cmp.Or(req.SuccessPath, "/?checkout=success"))
@@ -104,11 +111,11 @@ func (s *Checkout) Start(ctx context.Context, buyer Buyer, req Request) (string,
 	if err != nil {
 		return "", err
 	}
-	price, err := pickPrice(prices, req.Price)
+	price, err := pickPrice(prices, req.Price, s.store.OwnsPrice)
 	if err != nil {
 		return "", err
 	}
-	if position.ManagedInApp() {
+	if position.ManagedInApp(s.soldInApp) {
 		return "", billing.ErrManagedInApp
 	}
 	for _, sub := range position.Subscriptions {
@@ -117,7 +124,7 @@ func (s *Checkout) Start(ctx context.Context, buyer Buyer, req Request) (string,
 			return "", billing.ErrAlreadySubscribed
 		}
 	}
-	sessionURL, err := s.api.CreateCheckout(ctx, stripe.Checkout{
+	sessionURL, err := s.store.CreateCheckout(ctx, billing.Purchase{
 		Price: price, UserID: buyer.UserID, Customer: customer, CustomerEmail: buyer.Email, SuccessURL: success, CancelURL: cancel,
 	})
 	return sessionURL, s.providerFailure(ctx, "checkout", err)
@@ -126,7 +133,7 @@ func (s *Checkout) Start(ctx context.Context, buyer Buyer, req Request) (string,
 // Portal opens the web provider's customer portal for the user's linked web customer,
 // returning to PUBLIC_URL/.
 func (s *Checkout) Portal(ctx context.Context, userID string) (string, error) {
-	if s.api == nil {
+	if s.store == nil {
 		return "", billing.ErrCheckoutUnavailable
 	}
 	var customer string
@@ -143,12 +150,12 @@ func (s *Checkout) Portal(ctx context.Context, userID string) (string, error) {
 	switch {
 	case err != nil:
 		return "", err
-	case customer == "" && position.ManagedInApp():
+	case customer == "" && position.ManagedInApp(s.soldInApp):
 		return "", billing.ErrManagedInApp
 	case customer == "":
 		return "", billing.ErrNoWebCustomer
 	}
-	sessionURL, err := s.api.CreatePortal(ctx, customer, s.publicURL+"/")
+	sessionURL, err := s.store.CreatePortal(ctx, customer, s.publicURL+"/")
 	return sessionURL, s.providerFailure(ctx, "portal", err)
 }
 
@@ -164,7 +171,7 @@ type WebOffers struct {
 // Offers lists the user's web offers. Without WEB_API_KEY there are none.
 func (s *Checkout) Offers(ctx context.Context, userID string) (WebOffers, error) {
 	var offers WebOffers
-	if s.api == nil {
+	if s.store == nil {
 		return offers, nil
 	}
 	err := s.db.Request(ctx, func(ctx context.Context) error {
@@ -179,7 +186,7 @@ func (s *Checkout) Offers(ctx context.Context, userID string) (WebOffers, error)
 		}
 		current := paidTier(position)
 		// A subscription bought in the app is changed there: nothing to buy beside it.
-		offers.ManagedInApp = position.ManagedInApp()
+		offers.ManagedInApp = position.ManagedInApp(s.soldInApp)
 		for _, p := range plans {
 			if p.Tier > current && !offers.ManagedInApp {
 				offers.Upgrades = append(offers.Upgrades, billing.Plan{Key: p.Key, Name: p.Name, ID: p.ID, Tier: p.Tier})
@@ -204,17 +211,24 @@ func paidTier(position billing.Entitlements) int32 {
 	return tier
 }
 
-func pickPrice(prices []dbq.PlanWebPricesRow, want string) (string, error) {
+// pickPrice is want, when it is one of the plan's web prices that the store owns, or
+// else the first of those.
+func pickPrice(prices []dbq.PlanWebPricesRow, want string, owns func(string) bool) (string, error) {
 	if len(prices) == 0 {
 		return "", billing.ErrUnknownPlan
 	}
-	if !prices[0].PriceID.Valid {
+	var own []string
+	for _, p := range prices {
+		if p.PriceID.Valid && owns(p.PriceID.String) {
+			own = append(own, p.PriceID.String)
+		}
+	}
+	switch {
+	case len(own) == 0:
 		return "", billing.ErrPlanNotOnWeb
-	}
-	if want == "" {
-		return prices[0].PriceID.String, nil
-	}
-	if !slices.ContainsFunc(prices, func(p dbq.PlanWebPricesRow) bool { return p.PriceID.String == want }) {
+	case want == "":
+		return own[0], nil
+	case !slices.Contains(own, want):
 		return "", billing.ErrForeignPrice
 	}
 	return want, nil
@@ -243,11 +257,7 @@ func (s *Checkout) providerFailure(ctx context.Context, what string, err error) 
 	if err == nil {
 		return nil
 	}
-	var apiErr *stripe.Error
-	status := 0
-	if errors.As(err, &apiErr) {
-		status = apiErr.Status
-	}
+	status := billing.StatusOf(err)
 	s.log.WarnContext(ctx, "web provider refused a session", "session", what, "status", status)
 	return &billing.ProviderError{Status: status}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
-	"github.com/tollgate/tollgate/internal/billing/stripe"
 	"github.com/tollgate/tollgate/internal/db/dbq"
 )
 
@@ -34,31 +33,27 @@ type Synced struct {
 // sets) or its subscription's metadata.user_id names them; any other session, or one the
 // provider does not know, is ErrCheckoutOfAnother and nothing is applied.
 func (s *Checkout) Sync(ctx context.Context, userID, sessionID string) (Synced, error) {
-	if s.api == nil || s.applier == nil {
+	if s.store == nil || s.applier == nil {
 		return Synced{}, billing.ErrCheckoutUnavailable
 	}
 	if sessionID == "" {
 		return Synced{}, s.syncCustomer(ctx, userID)
 	}
-	session, err := s.api.CheckoutSession(ctx, sessionID)
+	read, err := s.store.ReadPurchase(ctx, sessionID)
 	switch {
-	case errors.Is(err, stripe.ErrNoSuchSession):
+	case errors.Is(err, billing.ErrNoSuchPurchase):
 		return Synced{}, billing.ErrCheckoutOfAnother
 	case err != nil:
 		return Synced{}, s.providerFailure(ctx, "checkout read", err)
-	case session.ClientReferenceID != userID && session.SubscriptionUser() != userID:
+	case read.StartedFor != userID && read.SubscriptionUser != userID:
 		return Synced{}, billing.ErrCheckoutOfAnother
-	case session.Subscription == nil:
+	case read.Subscription == nil:
 		return Synced{Pending: true}, nil
 	}
-	if _, err := s.applier.ApplyRead(ctx, billing.ProviderWeb, session.Subscription); err != nil {
+	if _, err := s.applier.ApplyRead(ctx, s.store.Provider(), read.Subscription); err != nil {
 		return Synced{}, err
 	}
-	var sub struct {
-		Status string `json:"status"`
-	}
-	json.Unmarshal(session.Subscription, &sub) // its status was read when it was applied
-	return Synced{Pending: sub.Status == "incomplete"}, nil
+	return Synced{Pending: read.Pending}, nil
 }
 
 // syncCustomer applies every subscription of the user's web customer, if one is linked.
@@ -74,12 +69,12 @@ func (s *Checkout) syncCustomer(ctx context.Context, userID string) error {
 	}
 	after := ""
 	for range syncPages {
-		page, err := s.api.Subscriptions(ctx, stripe.SubscriptionQuery{Customer: customer, StartingAfter: after})
+		page, err := s.store.CustomerSubscriptions(ctx, customer, after)
 		if err != nil {
 			return s.providerFailure(ctx, "subscriptions read", err)
 		}
 		for _, raw := range page.Subscriptions {
-			if _, err := s.applier.ApplyRead(ctx, billing.ProviderWeb, raw); err != nil {
+			if _, err := s.applier.ApplyRead(ctx, s.store.Provider(), raw); err != nil {
 				return err
 			}
 		}

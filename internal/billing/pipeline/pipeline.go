@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/mirror"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/db"
 )
@@ -27,7 +26,7 @@ type Options struct {
 	// Catalogues is the plan catalogue shared with the reader.
 	Catalogues *plans.Catalogues
 	// Mirror, in sync_engine mode, is where web subscriptions are read from; else nil.
-	Mirror *mirror.Mirror
+	Mirror plans.Mirror
 	// OutboundWebhooks records an entitlements.changed event in the outbox with every
 	// change of a user's billing answer (OUTBOUND_WEBHOOK_URL is set).
 	OutboundWebhooks bool
@@ -45,7 +44,7 @@ type Pipeline struct {
 	now        func() time.Time
 	adapters   map[string]billing.Adapter
 	catalogues *plans.Catalogues
-	mirror     *mirror.Mirror
+	mirror     plans.Mirror
 	announce   bool // record changes in the outbox
 	onChange   []func(ctx context.Context, userID string)
 	onCommit   []func(users ...string)

@@ -133,3 +133,10 @@ func WithPlan(c billing.Catalogue, r dbq.ListUserSubscriptionsRow) dbq.ListUserS
 	}
 	return r
 }
+
+// Mirror is where, in sync_engine mode, a web store's subscriptions are read from: the
+// store's own sync engine mirrors them into the database (the web store's entry in the
+// list of stores makes it).
+type Mirror interface {
+	Subscriptions(ctx context.Context, q *dbq.Queries, userID string, now time.Time) ([]billing.Subscription, error)
+}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
-	"github.com/tollgate/tollgate/internal/billing/mirror"
 	"github.com/tollgate/tollgate/internal/billing/plans"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbq"
@@ -27,7 +26,7 @@ type Options struct {
 	// Catalogues is the plan catalogue shared with the pipeline.
 	Catalogues *plans.Catalogues
 	// Mirror, in sync_engine mode, is where web subscriptions are read from; else nil.
-	Mirror *mirror.Mirror
+	Mirror plans.Mirror
 	Clock  func() time.Time
 }
 
@@ -37,7 +36,7 @@ type Reader struct {
 	log        *slog.Logger
 	now        func() time.Time
 	catalogues *plans.Catalogues
-	mirror     *mirror.Mirror
+	mirror     plans.Mirror
 	// answers is nil when users' answers are not kept in memory.
 	answers *answerCache
 }

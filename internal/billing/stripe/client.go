@@ -212,6 +212,9 @@ type Error struct {
 	retryAfter time.Duration
 }
 
+// HTTPStatus is the status the API answered (0: none), as billing.StatusOf reads it.
+func (e *Error) HTTPStatus() int { return e.Status }
+
 func (e *Error) Error() string {
 	switch {
 	case e.Status == http.StatusTooManyRequests:
