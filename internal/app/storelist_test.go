@@ -51,7 +51,9 @@ func acmeStore(api *acmeAPI) stores.Store {
 				return edit(body, func(ev *billingtest.AcmeEvent) { ev.User, ev.Subscription = user, "acme_"+user })
 			},
 			MoveToNow: func(body []byte, now time.Time) ([]byte, error) {
-				return edit(body, func(ev *billingtest.AcmeEvent) { ev.At, ev.Until, ev.Event = now, now.AddDate(0, 1, 0), ev.Event+"_now" })
+				return edit(body, func(ev *billingtest.AcmeEvent) {
+					ev.At, ev.Until, ev.Event = now, now.AddDate(0, 1, 0), ev.Event+"_now"
+				})
 			},
 			Deliver: func(_ context.Context, d stores.Delivery) ([]byte, http.Header, error) {
 				return d.Body, http.Header{"Content-Type": {"application/json"}, "Acme-Signature": {billingtest.AcmeSign(billingtest.AcmeSecret, d.Body)}}, nil

@@ -11,14 +11,13 @@ package billing
 
 import "time"
 
-// Providers tollgate ingests today. A provider's name is stored with its events and rows
-// and is the last segment of its webhook's path.
+// The providers the core's rules name. A provider's name is stored with its events and rows
+// and is the last segment of its webhook's path. web and mobile name the plans file's two
+// price lists too (web_prices, mobile_products); every other store names itself, in its
+// own package.
 const (
 	ProviderWeb    = "web"
 	ProviderMobile = "mobile"
-	// The app stores heard directly, beside the mobile provider.
-	ProviderAppStore  = "appstore"
-	ProviderPlayStore = "playstore"
 	// ProviderGrant is what support gives by hand: one plan to one user until an end,
 	// sold by no store. Its end is its own; no event announces it.
 	ProviderGrant = "grant"

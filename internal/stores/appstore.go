@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/billing/reconcile"
@@ -23,7 +22,7 @@ import (
 // appStore is the App Store, heard directly when APPSTORE_BUNDLE_ID is set, and read
 // through the App Store Server API with its key. Its test events are notifications
 // written decoded, signed with a local test chain.
-var appStore = Store{Name: billing.ProviderAppStore, Display: "App Store", InApp: true, Claims: true,
+var appStore = Store{Name: appstore.Provider, Display: "App Store", InApp: true, Claims: true,
 	On: func(cfg config.Config) bool { return cfg.AppStore.BundleID != "" }, Open: openAppStore,
 	TestEvents: &TestEvents{
 		Shape: "App Store, written decoded", LooksLike: appstoredev.LooksLike, ForUser: appstoredev.ForUser, MoveToNow: appstoredev.MoveToNow,
@@ -73,7 +72,7 @@ func appStoreReading(cfg config.Config, adapter *appstore.Adapter) (Reading, err
 			return Reading{}, fmt.Errorf("APPSTORE_PRIVATE_KEY_FILE: %w", err)
 		}
 		r.Histories = append(r.Histories, reconcile.HistoryOptions{
-			Provider: billing.ProviderAppStore, Environment: env, MaxBack: appStoreHistoryKept[env], Read: api.NotificationHistory,
+			Provider: appstore.Provider, Environment: env, MaxBack: appStoreHistoryKept[env], Read: api.NotificationHistory,
 		})
 		envs = append(envs, reconcile.Environment{
 			Name: api.Environment(),

@@ -22,7 +22,7 @@ import (
 // playStore is Google Play, heard directly when PLAY_PACKAGE_NAME is set (or through the
 // development stand-in). Its test events go through the development stand-in for Google:
 // it is told of the purchase, and its notification is pushed with the stand-in's token.
-var playStore = Store{Name: billing.ProviderPlayStore, Display: "Google Play", InApp: true, Claims: true,
+var playStore = Store{Name: playstore.Provider, Display: "Google Play", InApp: true, Claims: true,
 	On: func(cfg config.Config) bool { return cfg.PlayStore.PackageName != "" }, Open: openPlayStore,
 	Note: func(cfg config.Config) string {
 		if cfg.PlayStore.Dev {
@@ -76,7 +76,7 @@ func openPlayStore(cfg config.Config) (Opened, error) {
 			return play.ReadSubscription(ctx, token, state)
 		}
 		return Reading{Noun: "voided purchases", Read: read, Histories: []reconcile.HistoryOptions{{
-			Provider: billing.ProviderPlayStore, Environment: "voided", MaxBack: playstore.VoidedKept, Read: voided,
+			Provider: playstore.Provider, Environment: "voided", MaxBack: playstore.VoidedKept, Read: voided,
 		}}}, nil
 	}
 	return Opened{Adapter: play, Reading: reading}, nil

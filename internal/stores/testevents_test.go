@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/appstore"
+	"github.com/tollgate/tollgate/internal/billing/playstore"
 	"github.com/tollgate/tollgate/internal/stores"
 )
 
@@ -16,8 +18,8 @@ func TestShapeOf(t *testing.T) {
 		"../billing/testdata/web/invoice.payment_succeeded.json":     billing.ProviderWeb,
 		"../billing/testdata/mobile/subscription_started.json":       billing.ProviderMobile,
 		"../billing/testdata/mobile/subscription_renewed.json":       billing.ProviderMobile,
-		"../billing/testdata/appstore/did_renew.json":                billing.ProviderAppStore,
-		"../billing/testdata/playstore/subscription_canceled.json":   billing.ProviderPlayStore,
+		"../billing/testdata/appstore/did_renew.json":                appstore.Provider,
+		"../billing/testdata/playstore/subscription_canceled.json":   playstore.Provider,
 	} {
 		body, err := os.ReadFile(file)
 		if err != nil {

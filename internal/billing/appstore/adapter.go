@@ -57,7 +57,10 @@ func New(cfg Config) (*Adapter, error) {
 	return &Adapter{bundleID: cfg.BundleID, environments: cfg.Environments, verifier: v}, nil
 }
 
-func (a *Adapter) Provider() string { return billing.ProviderAppStore }
+// Provider is the App Store's name: its webhook route's last segment, the key of its rows.
+const Provider = "appstore"
+
+func (a *Adapter) Provider() string { return Provider }
 
 // Verify checks the signed payload and the transaction and renewal signed inside it, and
 // that they are about this app. The signature is in the body: a body that is not

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/webhooks"
@@ -130,7 +131,7 @@ func TestAppStoreOrderAndDuplicates(t *testing.T) {
 					t.Fatalf("%v, delivery %d (%s): %d %s", order, j, name, rec.Code, rec.Body)
 				}
 			}
-			got := h.Canonical(billing.ProviderAppStore, sub)
+			got := h.Canonical(appstore.Provider, sub)
 			if got == nil || got.Status != billing.StatusExpired || got.Plan != "pro" {
 				t.Fatalf("%v: %+v, want expired on pro", order, got)
 			}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/appstore"
+	"github.com/tollgate/tollgate/internal/billing/playstore"
 )
 
 // Fixture reads a provider payload from internal/billing/testdata, wherever the test runs.
@@ -71,5 +73,5 @@ func Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // SoldInApp says which of the stores these kits know sell in the app, as the list of
 // stores says it to checkout.
 func SoldInApp(provider string) bool {
-	return provider == billing.ProviderMobile || provider == billing.ProviderAppStore || provider == billing.ProviderPlayStore
+	return provider == billing.ProviderMobile || provider == appstore.Provider || provider == playstore.Provider
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/grant"
 	"github.com/tollgate/tollgate/internal/billing/grants"
 	"github.com/tollgate/tollgate/internal/billing/plans"
+	"github.com/tollgate/tollgate/internal/billing/playstore"
 	"github.com/tollgate/tollgate/internal/billing/playstore/playstoretest"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
@@ -182,11 +183,11 @@ func TestAGrantAboveAStoreSubscription(t *testing.T) {
 		paid := billingtest.Now.Add(30 * 24 * time.Hour)
 		google.SetPurchase("tok-grant", billingtest.PlayPurchase("SUBSCRIPTION_STATE_ACTIVE", "", paid, "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
 		proof := billing.Proof{PurchaseToken: "tok-grant", ProductID: "com.example.app.pro.monthly"}
-		if err := h.Svc.Claim(ctx, billing.ProviderPlayStore, proof, user); err != nil {
+		if err := h.Svc.Claim(ctx, playstore.Provider, proof, user); err != nil {
 			t.Fatal(err)
 		}
 		store := "true active pro " + billingtest.Stamp(paid)
-		play := *h.Canonical(billing.ProviderPlayStore, "tok-grant")
+		play := *h.Canonical(playstore.Provider, "tok-grant")
 
 		hour := billingtest.Now.Add(time.Hour)
 		if _, err := g.Add(ctx, grants.Request{UserID: user, Plan: "team", Until: hour, Reason: "outage", By: "key:support"}); err != nil {
@@ -218,7 +219,7 @@ func TestAGrantAboveAStoreSubscription(t *testing.T) {
 		if _, err := g.Revoke(ctx, user, second.ID, "again", "ops@example.com"); !errors.Is(err, billing.ErrGrantEnded) {
 			t.Fatalf("revoking twice: %v", err)
 		}
-		if got := *h.Canonical(billing.ProviderPlayStore, "tok-grant"); !reflect.DeepEqual(got, play) {
+		if got := *h.Canonical(playstore.Provider, "tok-grant"); !reflect.DeepEqual(got, play) {
 			t.Fatalf("the store's row moved: %+v, was %+v", got, play)
 		}
 		entries, err := audit.List(ctx, d, audit.Filter{UserID: user})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
@@ -51,7 +52,7 @@ func TestCatchUpAppliesMissedNotificationsOnce(t *testing.T) {
 		if rec := h.SendAppStore(s.Chain, subscribed); rec.Code != http.StatusOK {
 			t.Fatalf("the delivered notification: %d", rec.Code)
 		}
-		delivered := h.Event(t, billing.ProviderAppStore, "catch-1")
+		delivered := h.Event(t, appstore.Provider, "catch-1")
 		forged, err := billingtest.NewChain(t).SignedPayload(billingtest.AppStoreNotification("catch-forged", "DID_RENEW", "", sub, user, at(-1), at(90*24)))
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +60,7 @@ func TestCatchUpAppliesMissedNotificationsOnce(t *testing.T) {
 		s.AddHistory(forged)
 
 		outcomes := map[string]string{}
-		sum, err := h.Svc.CatchUp(context.Background(), billing.ProviderAppStore, read, pipeline.CatchUpOptions{Report: func(id, outcome string) { outcomes[id] = outcome }})
+		sum, err := h.Svc.CatchUp(context.Background(), appstore.Provider, read, pipeline.CatchUpOptions{Report: func(id, outcome string) { outcomes[id] = outcome }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +76,7 @@ func TestCatchUpAppliesMissedNotificationsOnce(t *testing.T) {
 		if got, want := h.Answer(t, other), "false expired free "+billingtest.Stamp(at(-4)); got != want {
 			t.Fatalf("the lapsed subscription after the catch-up: %s, want %s", got, want)
 		}
-		if again := h.Event(t, billing.ProviderAppStore, "catch-1"); fmt.Sprint(again) != fmt.Sprint(delivered) {
+		if again := h.Event(t, appstore.Provider, "catch-1"); fmt.Sprint(again) != fmt.Sprint(delivered) {
 			t.Fatalf("the delivered notification's row changed:\n%+v\n%+v", delivered, again)
 		}
 		if h.CountEvents() != 5 {
@@ -84,7 +85,7 @@ func TestCatchUpAppliesMissedNotificationsOnce(t *testing.T) {
 
 		before := h.DumpTables("provider_events", "subscriptions")
 		outcomes = map[string]string{}
-		sum, err = h.Svc.CatchUp(context.Background(), billing.ProviderAppStore, read, pipeline.CatchUpOptions{Report: func(id, outcome string) { outcomes[id] = outcome }})
+		sum, err = h.Svc.CatchUp(context.Background(), appstore.Provider, read, pipeline.CatchUpOptions{Report: func(id, outcome string) { outcomes[id] = outcome }})
 		if err != nil || sum.Applied != 0 || sum.Stored != 5 {
 			t.Fatalf("a second catch-up: %+v %v %v", sum, outcomes, err)
 		}
@@ -102,7 +103,7 @@ func TestCatchUpDryRunAppliesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	outcomes := map[string]string{}
-	sum, err := h.Svc.CatchUp(context.Background(), billing.ProviderAppStore, read, pipeline.CatchUpOptions{DryRun: true, Report: func(id, outcome string) { outcomes[id] = outcome }})
+	sum, err := h.Svc.CatchUp(context.Background(), appstore.Provider, read, pipeline.CatchUpOptions{DryRun: true, Report: func(id, outcome string) { outcomes[id] = outcome }})
 	if err != nil || sum.Applied != 1 || outcomes["dry-1"] != "would apply" || h.CountEvents() != 0 {
 		t.Fatalf("dry run: %+v %v %v, %d stored", sum, outcomes, err, h.CountEvents())
 	}

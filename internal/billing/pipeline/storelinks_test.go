@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
+	"github.com/tollgate/tollgate/internal/billing/playstore"
 	"github.com/tollgate/tollgate/internal/billing/playstore/playstoretest"
 	"github.com/tollgate/tollgate/internal/billing/webhooks"
 	"github.com/tollgate/tollgate/internal/db"
@@ -39,7 +41,7 @@ func TestAppStoreLinkedPurchaseKeepsItsUser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Svc.Claim(ctx, billing.ProviderAppStore, billing.Proof{SignedTransaction: signed}, linkedUser); err != nil {
+		if err := h.Svc.Claim(ctx, appstore.Provider, billing.Proof{SignedTransaction: signed}, linkedUser); err != nil {
 			t.Fatal(err)
 		}
 		if got := h.Answer(t, linkedUser); got != "true active pro "+billingtest.Stamp(first) {
@@ -78,8 +80,8 @@ func TestAppStoreLinkedPurchaseKeepsItsUser(t *testing.T) {
 // user got nothing, and that the event naming them was logged at warn with both users.
 func assertNotMoved(t *testing.T, h *billingtest.Harness, subscription, eventID string) {
 	t.Helper()
-	if row := h.Canonical(billing.ProviderAppStore, subscription); row == nil || row.UserID != linkedUser {
-		if row = h.Canonical(billing.ProviderPlayStore, subscription); row == nil || row.UserID != linkedUser {
+	if row := h.Canonical(appstore.Provider, subscription); row == nil || row.UserID != linkedUser {
+		if row = h.Canonical(playstore.Provider, subscription); row == nil || row.UserID != linkedUser {
 			t.Fatalf("the subscription moved: %+v", row)
 		}
 	}
@@ -119,7 +121,7 @@ func TestAppStoreUnresolvedBeforeTheLinkReplays(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Svc.Claim(ctx, billing.ProviderAppStore, billing.Proof{SignedTransaction: signed}, linkedUser); err != nil {
+		if err := h.Svc.Claim(ctx, appstore.Provider, billing.Proof{SignedTransaction: signed}, linkedUser); err != nil {
 			t.Fatal(err)
 		}
 		n, err := h.Svc.Replay(ctx, pipeline.ReplayFilter{Unprocessed: true}, func(string, string, string) {})
@@ -144,7 +146,7 @@ func TestPlayLinkedPurchaseKeepsItsUser(t *testing.T) {
 		first, renewed := billingtest.Now.Add(30*day), billingtest.Now.Add(60*day)
 		g.SetPurchase("tok-linked", billingtest.PlayPurchase("SUBSCRIPTION_STATE_ACTIVE", "", first, "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"))
 		proof := billing.Proof{PurchaseToken: "tok-linked", ProductID: "com.example.app.pro.monthly"}
-		if err := h.Svc.Claim(ctx, billing.ProviderPlayStore, proof, linkedUser); err != nil {
+		if err := h.Svc.Claim(ctx, playstore.Provider, proof, linkedUser); err != nil {
 			t.Fatal(err)
 		}
 		if got := h.Answer(t, linkedUser); got != "true active pro "+billingtest.Stamp(first) {

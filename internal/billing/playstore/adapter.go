@@ -70,7 +70,10 @@ func New(ctx context.Context, cfg Config) (*Adapter, error) {
 	return &Adapter{cfg: cfg, keys: keys, api: api}, nil
 }
 
-func (a *Adapter) Provider() string { return billing.ProviderPlayStore }
+// Provider is Google Play's name: its webhook route's last segment, the key of its rows.
+const Provider = "playstore"
+
+func (a *Adapter) Provider() string { return Provider }
 
 var errPackage = errors.New("the notification is for another app (packageName)")
 

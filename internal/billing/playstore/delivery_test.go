@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
+	"github.com/tollgate/tollgate/internal/billing/playstore"
 	"github.com/tollgate/tollgate/internal/billing/playstore/playstoretest"
 	"github.com/tollgate/tollgate/internal/billing/webhooks"
 	"github.com/tollgate/tollgate/internal/db"
@@ -137,7 +138,7 @@ func TestPlayUpgradeEndsTheReplacedPurchase(t *testing.T) {
 		if rec := h.SendPlay(g.PushToken(billingtest.PushClaims(), nil), billingtest.SubscriptionPush("m-upgrade", 4, "tok-upgrade")); rec.Code != http.StatusOK {
 			t.Fatalf("the upgrade: %d %s", rec.Code, rec.Body)
 		}
-		old, current := h.Canonical(billing.ProviderPlayStore, "tok-basic"), h.Canonical(billing.ProviderPlayStore, "tok-upgrade")
+		old, current := h.Canonical(playstore.Provider, "tok-basic"), h.Canonical(playstore.Provider, "tok-upgrade")
 		if old == nil || old.Status != billing.StatusExpired || current == nil || current.Status != billing.StatusActive {
 			t.Fatalf("after the upgrade: replaced %+v, current %+v", old, current)
 		}
@@ -239,7 +240,7 @@ func TestPlayPendingPlanChangeKeepsTheCurrentPurchase(t *testing.T) {
 			if rec := h.SendPlay(g.PushToken(billingtest.PushClaims(), nil), billingtest.SubscriptionPush(fmt.Sprintf("m-change-%d", i), 4, "tok-change")); rec.Code != http.StatusOK {
 				t.Fatalf("%s: %d %s", state, rec.Code, rec.Body)
 			}
-			current := h.Canonical(billing.ProviderPlayStore, "tok-current")
+			current := h.Canonical(playstore.Provider, "tok-current")
 			wantCurrent, wantAnswer := billing.StatusActive, "true active pro "+billingtest.Stamp(ahead)
 			if state == "SUBSCRIPTION_STATE_ACTIVE" {
 				wantCurrent, wantAnswer = billing.StatusExpired, "true active pro "+billingtest.Stamp(ahead.Add(time.Hour))

@@ -12,7 +12,6 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
@@ -88,8 +87,8 @@ func (s *appleStores) reconciler() *reconcile.Reconciler {
 	read := reconcile.Environments(statuses, func(id string) (json.RawMessage, error) {
 		return json.Marshal(appstore.SubscriptionStatus{OriginalTransactionID: id})
 	})
-	return reconcile.New(s.h.DB, s.h.Svc.Pipeline, s.h.Log, reconcile.Options{Provider: billing.ProviderAppStore, Clock: s.h.Clock,
-		Read: reconcile.KnownSubscriptions(s.h.DB, billing.ProviderAppStore, s.h.Clock, read)})
+	return reconcile.New(s.h.DB, s.h.Svc.Pipeline, s.h.Log, reconcile.Options{Provider: appstore.Provider, Clock: s.h.Clock,
+		Read: reconcile.KnownSubscriptions(s.h.DB, appstore.Provider, s.h.Clock, read)})
 }
 
 // TestApplesAnswersAreReadAsAppleDefinesThem, through a whole pass each.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
 	"github.com/tollgate/tollgate/internal/billing/reconcile"
@@ -47,7 +47,7 @@ func BenchmarkCatchUpMemory(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		hist := reconcile.NewHistory(h.DB, h.Svc.Pipeline, h.Log, reconcile.HistoryOptions{Provider: billing.ProviderAppStore,
+		hist := reconcile.NewHistory(h.DB, h.Svc.Pipeline, h.Log, reconcile.HistoryOptions{Provider: appstore.Provider,
 			Environment: "Production", MaxBack: 180 * 24 * time.Hour, Read: api.NotificationHistory, Clock: h.Clock})
 		runtime.GC()
 		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
@@ -22,7 +22,7 @@ func history(t *testing.T, d *db.DB) (*billingtest.Harness, *appstoretest.API, *
 	s, a, api := billingtest.AppStoreAPI(t)
 	h := billingtest.New(t, d, billingtest.WithAdapters(a))
 	return h, s, reconcile.NewHistory(d, h.Svc.Pipeline, h.Log, reconcile.HistoryOptions{
-		Provider: billing.ProviderAppStore, Environment: "Production", MaxBack: 180 * 24 * time.Hour, Read: api.NotificationHistory, Clock: h.Clock,
+		Provider: appstore.Provider, Environment: "Production", MaxBack: 180 * 24 * time.Hour, Read: api.NotificationHistory, Clock: h.Clock,
 	})
 }
 

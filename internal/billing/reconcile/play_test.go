@@ -46,10 +46,10 @@ func TestPlayPassReadsVoidsAndSubscriptions(t *testing.T) {
 		g.SetPurchase("tok-drift", billingtest.PlayOrder("SUBSCRIPTION_STATE_EXPIRED", userN(841), billingtest.Now.Add(-time.Hour), "GPA.84d..1"))
 
 		reg := prometheus.NewRegistry()
-		voids := reconcile.NewHistory(d, h.Svc.Pipeline, h.Log, reconcile.HistoryOptions{Provider: billing.ProviderPlayStore, Environment: "voided",
+		voids := reconcile.NewHistory(d, h.Svc.Pipeline, h.Log, reconcile.HistoryOptions{Provider: playstore.Provider, Environment: "voided",
 			MaxBack: playstore.VoidedKept, Read: a.VoidedPurchases, Clock: h.Clock})
-		r := reconcile.New(d, h.Svc.Pipeline, h.Log, reconcile.Options{Provider: billing.ProviderPlayStore, Registerer: reg, Clock: h.Clock,
-			Read: reconcile.KnownSubscriptions(d, billing.ProviderPlayStore, h.Clock, a.ReadSubscription)})
+		r := reconcile.New(d, h.Svc.Pipeline, h.Log, reconcile.Options{Provider: playstore.Provider, Registerer: reg, Clock: h.Clock,
+			Read: reconcile.KnownSubscriptions(d, playstore.Provider, h.Clock, a.ReadSubscription)})
 		pass := func(name string, wantApplied, wantDrift int, want map[string]string) {
 			t.Helper()
 			h.SetNow(h.Clock().Add(time.Minute))
@@ -107,7 +107,7 @@ func TestPlayRidesOutGooglesLimits(t *testing.T) {
 	g.FailNext(playstoretest.CallVoided, playstoretest.Failure{Status: 503})
 	g.FailNext(playstoretest.CallSubscription, playstoretest.Failure{Status: 429, RetryAfter: "1"})
 
-	voids := reconcile.NewHistory(d, h.Svc.Pipeline, h.Log, reconcile.HistoryOptions{Provider: billing.ProviderPlayStore, Environment: "voided",
+	voids := reconcile.NewHistory(d, h.Svc.Pipeline, h.Log, reconcile.HistoryOptions{Provider: playstore.Provider, Environment: "voided",
 		MaxBack: playstore.VoidedKept, Read: a.VoidedPurchases, Clock: h.Clock})
 	sum, err := voids.CatchUp(context.Background(), billingtest.Now.Add(-60*24*time.Hour), pipeline.CatchUpOptions{})
 	if err != nil || sum.Read != 1 {
@@ -116,8 +116,8 @@ func TestPlayRidesOutGooglesLimits(t *testing.T) {
 	if !strings.Contains(h.Logs.String(), "the store keeps 30 days of history") {
 		t.Fatalf("the catch-up does not say it read from 30 days back:\n%s", h.Logs.String())
 	}
-	r := reconcile.New(d, h.Svc.Pipeline, h.Log, reconcile.Options{Provider: billing.ProviderPlayStore, Clock: h.Clock,
-		Read: reconcile.KnownSubscriptions(d, billing.ProviderPlayStore, h.Clock, a.ReadSubscription)})
+	r := reconcile.New(d, h.Svc.Pipeline, h.Log, reconcile.Options{Provider: playstore.Provider, Clock: h.Clock,
+		Read: reconcile.KnownSubscriptions(d, playstore.Provider, h.Clock, a.ReadSubscription)})
 	h.SetNow(billingtest.Now.Add(time.Minute)) // a read after the pushes' reads
 	started := time.Now()
 	res, err := r.Pass(context.Background(), false)
@@ -142,7 +142,7 @@ func TestPlayVoidedPagingIsChecked(t *testing.T) {
 			VoidedTimeMillis: billingtest.Now.Add(-time.Duration(i+1) * time.Minute).UnixMilli()})
 	}
 	g.BreakVoidedPaging("repeat")
-	voids := reconcile.NewHistory(d, h.Svc.Pipeline, h.Log, reconcile.HistoryOptions{Provider: billing.ProviderPlayStore, Environment: "voided",
+	voids := reconcile.NewHistory(d, h.Svc.Pipeline, h.Log, reconcile.HistoryOptions{Provider: playstore.Provider, Environment: "voided",
 		MaxBack: playstore.VoidedKept, Read: a.VoidedPurchases, Clock: h.Clock})
 	sum, err := voids.CatchUp(context.Background(), billingtest.Now.Add(-time.Hour), pipeline.CatchUpOptions{})
 	if !errors.Is(err, billing.ErrHistoryPaging) || sum.Pages > 3 {

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
+	"github.com/tollgate/tollgate/internal/billing/playstore"
 	"github.com/tollgate/tollgate/internal/billing/playstore/playstoretest"
 	"github.com/tollgate/tollgate/internal/billing/reconcile"
 	"github.com/tollgate/tollgate/internal/db"
@@ -42,8 +42,8 @@ func TestAPassThatFindsNothingWritesNothing(t *testing.T) {
 				}
 			}
 			g.SetPurchase("tok-q1", billingtest.PlayOrder("SUBSCRIPTION_STATE_EXPIRED", userN(870), billingtest.Now.Add(-time.Hour), "GPA.87q1..1"))
-			quietly(t, h, reconcile.New(d, h.Svc.Pipeline, h.Log, reconcile.Options{Provider: billing.ProviderPlayStore, Clock: h.Clock,
-				Read: reconcile.KnownSubscriptions(d, billing.ProviderPlayStore, h.Clock, a.ReadSubscription)}), 1)
+			quietly(t, h, reconcile.New(d, h.Svc.Pipeline, h.Log, reconcile.Options{Provider: playstore.Provider, Clock: h.Clock,
+				Read: reconcile.KnownSubscriptions(d, playstore.Provider, h.Clock, a.ReadSubscription)}), 1)
 
 			// A read that found the purchase as stored still counts as the latest read: a
 			// push read before it, with what Google said then, is older and changes nothing.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/reconcile"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
@@ -101,9 +102,9 @@ func TestReconcileWhichPassesCount(t *testing.T) {
 			t.Fatal("a fresh database has a pass scheduled later")
 		}
 		insert(billing.ProviderWeb, false, false, "", base)
-		insert(billing.ProviderWeb, true, false, "", base.Add(time.Minute))         // a dry run
-		insert(billing.ProviderWeb, false, true, "", base.Add(2*time.Minute))       // interrupted
-		insert(billing.ProviderAppStore, false, false, "", base.Add(3*time.Minute)) // another provider
+		insert(billing.ProviderWeb, true, false, "", base.Add(time.Minute))   // a dry run
+		insert(billing.ProviderWeb, false, true, "", base.Add(2*time.Minute)) // interrupted
+		insert(appstore.Provider, false, false, "", base.Add(3*time.Minute))  // another provider
 		if got := next(); !got.Equal(base.Add(time.Hour)) {
 			t.Fatalf("next %s, want an hour after the pass that counts", got)
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
@@ -65,8 +64,8 @@ func TestAppStoreStatusesRepairDrift(t *testing.T) {
 		read := func(ctx context.Context, id string, _ []byte) (json.RawMessage, error) {
 			return api.ReadSubscription(ctx, id)
 		}
-		r := reconcile.New(d, h.Svc.Pipeline, h.Log, reconcile.Options{Provider: billing.ProviderAppStore, Registerer: reg, Clock: h.Clock,
-			Read: reconcile.KnownSubscriptions(d, billing.ProviderAppStore, h.Clock, read)})
+		r := reconcile.New(d, h.Svc.Pipeline, h.Log, reconcile.Options{Provider: appstore.Provider, Registerer: reg, Clock: h.Clock,
+			Read: reconcile.KnownSubscriptions(d, appstore.Provider, h.Clock, read)})
 		res, err := r.Pass(context.Background(), false)
 		if err != nil || res.Checked != 5 || res.Drifted != 3 || res.Repaired != 3 || res.Unresolved != 1 {
 			t.Fatalf("first pass: %+v %v", res, err)
@@ -85,12 +84,12 @@ func TestAppStoreStatusesRepairDrift(t *testing.T) {
 				t.Errorf("%s: %s, want %s", sub, got, want)
 			}
 		}
-		if got := driftTotal(t, reg, billing.ProviderAppStore); got != 3 {
+		if got := driftTotal(t, reg, appstore.Provider); got != 3 {
 			t.Fatalf("drift counted %v, want 3", got)
 		}
 		var provider, drift string
 		if err := d.QueryRow("select provider, drift from reconcile_runs order by id desc limit 1").Scan(&provider, &drift); err != nil ||
-			provider != billing.ProviderAppStore || !containsAll(drift, "8200001: pro active", "→ pro refunded", "8200002: pro active", "→ pro cancelled", "8200003") {
+			provider != appstore.Provider || !containsAll(drift, "8200001: pro active", "→ pro refunded", "8200002: pro active", "→ pro cancelled", "8200003") {
 			t.Fatalf("the run's record: %q %q %v", provider, drift, err)
 		}
 		h.SetNow(billingtest.Now.Add(time.Minute))

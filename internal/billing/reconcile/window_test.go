@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/internal/billing"
+	"github.com/tollgate/tollgate/internal/billing/appstore"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoretest"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
@@ -43,7 +44,7 @@ func historyIn(t *testing.T, d *db.DB, environment string, ahead time.Duration) 
 	}
 	kept := map[string]time.Duration{"Production": 180 * 24 * time.Hour, "Sandbox": 30 * 24 * time.Hour}[environment]
 	return h, s, reconcile.NewHistory(d, h.Svc.Pipeline, h.Log, reconcile.HistoryOptions{
-		Provider: billing.ProviderAppStore, Environment: environment, MaxBack: kept, Read: api.NotificationHistory, Clock: h.Clock,
+		Provider: appstore.Provider, Environment: environment, MaxBack: kept, Read: api.NotificationHistory, Clock: h.Clock,
 	})
 }
 
@@ -76,7 +77,7 @@ func TestAFirstCatchUpStaysInsideTheStoresWindow(t *testing.T) {
 			if err != nil || sum.Applied != 1 {
 				t.Fatalf("the first catch-up: %+v %v", sum, err)
 			}
-			read, err := dbq.New(d).GetHistoryRead(context.Background(), dbq.GetHistoryReadParams{Provider: billing.ProviderAppStore, Environment: c.environment})
+			read, err := dbq.New(d).GetHistoryRead(context.Background(), dbq.GetHistoryReadParams{Provider: appstore.Provider, Environment: c.environment})
 			if err != nil || read.NextPage.Valid || !strings.Contains(read.Note, c.note) || !read.Wanted.Equal(billingtest.Now.AddDate(-1, 0, 0)) {
 				t.Fatalf("the read recorded: %+v %v; want complete, noting %q", read, err, c.note)
 			}
@@ -130,7 +131,7 @@ func TestHistoryPagingIsChecked(t *testing.T) {
 		if _, err := hist.CatchUp(context.Background(), billingtest.Now.Add(-2*time.Hour), pipeline.CatchUpOptions{}); !errors.Is(err, billing.ErrHistoryPaging) {
 			t.Fatalf("hasMore without a token: %v", err)
 		}
-		if _, err := dbq.New(d).GetStoreHistory(context.Background(), dbq.GetStoreHistoryParams{Provider: billing.ProviderAppStore, Environment: "Production"}); err == nil {
+		if _, err := dbq.New(d).GetStoreHistory(context.Background(), dbq.GetStoreHistoryParams{Provider: appstore.Provider, Environment: "Production"}); err == nil {
 			t.Fatal("a read that failed was marked complete")
 		}
 		sum, err := hist.CatchUp(context.Background(), time.Time{}, pipeline.CatchUpOptions{})
@@ -160,7 +161,7 @@ func TestAnInterruptedCatchUpResumesWhereItStopped(t *testing.T) {
 		if err != nil || sum.Pages != 2 || sum.Applied != 25 || sum.Stored != 0 || h.CountEvents() != 45 {
 			t.Fatalf("resumed: %+v %v, %d stored; want the two pages after the first", sum, err, h.CountEvents())
 		}
-		until, err := dbq.New(d).GetStoreHistory(context.Background(), dbq.GetStoreHistoryParams{Provider: billing.ProviderAppStore, Environment: "Production"})
+		until, err := dbq.New(d).GetStoreHistory(context.Background(), dbq.GetStoreHistoryParams{Provider: appstore.Provider, Environment: "Production"})
 		if err != nil || !until.Equal(billingtest.Now) {
 			t.Fatalf("complete until %v %v, want the interrupted read's end", until, err)
 		}
@@ -192,7 +193,7 @@ func TestAResumedCatchUpReadsOnToNow(t *testing.T) {
 	if err != nil || h.CountEvents() != 4 || sum.Applied != 4 {
 		t.Fatalf("resumed: %+v %v, %d of 4 stored", sum, err, h.CountEvents())
 	}
-	until, err := dbq.New(d).GetStoreHistory(context.Background(), dbq.GetStoreHistoryParams{Provider: billing.ProviderAppStore, Environment: "Production"})
+	until, err := dbq.New(d).GetStoreHistory(context.Background(), dbq.GetStoreHistoryParams{Provider: appstore.Provider, Environment: "Production"})
 	if err != nil || !until.Equal(billingtest.Now.Add(time.Hour)) {
 		t.Fatalf("complete until %v %v, want now", until, err)
 	}
