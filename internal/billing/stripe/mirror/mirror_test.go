@@ -22,7 +22,7 @@ import (
 // the engine creates them) in a schema of the test's own, and returns its name.
 func loadMirror(t *testing.T, d *db.DB) string {
 	t.Helper()
-	ddl, err := os.ReadFile("../testdata/sync_engine_schema.sql")
+	ddl, err := os.ReadFile("../../testdata/sync_engine_schema.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
