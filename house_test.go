@@ -35,8 +35,10 @@ var layers = map[string]int{
 	"internal/billing/adapty":               2,
 	"internal/billing/appstore":             2,
 	"internal/billing/playstore":            2,
+	"internal/billing/paddle":               2,
 	"internal/billing/grant":                2,
 	"internal/billing/appstore/appstoredev": 2, "internal/billing/playstore/playdev": 2, // stores' stand-ins
+	"internal/billing/paddle/paddledev":  2,
 	"internal/billing/stripe/stripemock": 2, "internal/outbound/outboundtest": 2, "internal/identity/identitytest": 2,
 	"internal/billing/plans":                   3, // the plan catalogue and the sync engine's mirror
 	"internal/billing/stripe/mirror":           3,
@@ -63,7 +65,7 @@ var layers = map[string]int{
 	"examples/projects":                        9,
 }
 
-var adapters = []string{"internal/billing/stripe", "internal/billing/adapty", "internal/billing/appstore", "internal/billing/playstore", "internal/billing/grant"}
+var adapters = []string{"internal/billing/stripe", "internal/billing/adapty", "internal/billing/appstore", "internal/billing/playstore", "internal/billing/paddle", "internal/billing/grant"}
 
 const root = "github.com/tollgate/tollgate"
 

@@ -17,6 +17,7 @@ var storeEntries = map[string]string{
 	"internal/stores/mobile.go":    "internal/billing/adapty",
 	"internal/stores/appstore.go":  "internal/billing/appstore",
 	"internal/stores/playstore.go": "internal/billing/playstore",
+	"internal/stores/paddle.go":    "internal/billing/paddle",
 }
 
 // TestOnlyTheListImportsAStore: a store is known to the binary through its entry in the

@@ -77,7 +77,7 @@ func (p *fakeProvider) last() (string, url.Values) {
 func newCheckoutHarness(t *testing.T, d *db.DB, base string) *harness {
 	return newHarness(t, harnessConfig{db: d, plans: checkoutPlans, checkout: &checkout.Options{
 		PublicURL: checkoutPublicURL, RedirectOrigins: []string{"https://www.example.test"},
-		Store: stripe.WebStore(stripe.NewClient(stripe.Config{Key: checkoutKey, Base: base})), SoldInApp: billingtest.SoldInApp,
+		Stores: []billing.WebStore{stripe.WebStore(stripe.NewClient(stripe.Config{Key: checkoutKey, Base: base}))}, SoldInApp: billingtest.SoldInApp,
 	}})
 }
 

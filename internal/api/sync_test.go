@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/checkout"
 	"github.com/tollgate/tollgate/internal/billing/stripe"
@@ -169,7 +170,7 @@ func TestSyncLaterReadOfTheSameSecondWins(t *testing.T) {
 		}
 		h := newHarness(t, harnessConfig{db: d, plans: checkoutPlans, clock: clock, checkout: &checkout.Options{
 			PublicURL: checkoutPublicURL, RedirectOrigins: []string{"https://www.example.test"},
-			Store: stripe.WebStore(stripe.NewClient(stripe.Config{Key: checkoutKey, Base: srv.URL})), SoldInApp: billingtest.SoldInApp,
+			Stores: []billing.WebStore{stripe.WebStore(stripe.NewClient(stripe.Config{Key: checkoutKey, Base: srv.URL}))}, SoldInApp: billingtest.SoldInApp,
 		}})
 		token := h.key.mint(t, validClaims())
 		subscribed := func() bool {

@@ -40,7 +40,7 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) (*billingParts, erro
 	}
 	var all, routed []billing.Adapter
 	var m plans.Mirror
-	var web billing.WebStore
+	var web []billing.WebStore
 	for _, s := range open {
 		all = append(all, s.Adapter)
 		// A store whose sync engine writes its subscriptions has no route, but the
@@ -48,8 +48,8 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) (*billingParts, erro
 		if !s.Unrouted {
 			routed = append(routed, s.Adapter)
 		}
-		if s.Checkout != nil && web == nil {
-			web = s.Checkout
+		if s.Checkout != nil {
+			web = append(web, s.Checkout)
 		}
 	}
 	all = append(all, grant.New()) // applied and replayed, never received: no webhook route
@@ -66,7 +66,7 @@ func newBilling(d *db.DB, e env, reg prometheus.Registerer) (*billingParts, erro
 		reader: reader.New(d, e.log, reader.Options{AnswersMaxAge: cfg.BillingAnswerMaxAge, Catalogues: catalogues, Mirror: m}),
 	}
 	b.pipeline.OnCommit(b.reader.Forget)
-	b.checkout = checkout.New(d, e.log, b.reader, checkout.Options{Store: web, SoldInApp: e.stores.SoldInApp, Applier: b.pipeline,
+	b.checkout = checkout.New(d, e.log, b.reader, checkout.Options{Stores: web, Known: e.stores.SoldOnWeb(), SoldInApp: e.stores.SoldInApp, Applier: b.pipeline,
 		PublicURL: cfg.PublicURL, RedirectOrigins: cfg.CheckoutRedirectOrigins})
 	b.webhooks = webhooks.New(b.pipeline, e.log, webhooks.Options{Adapters: routed, MaxBody: cfg.WebhookMaxBody, Registerer: reg})
 	b.grants = grants.New(d, b.pipeline, e.log, nil)

@@ -47,7 +47,7 @@ func TestBillingBackfillCommandLine(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"mobile"}, `only web can be backfilled, got "mobile"`},
+		{[]string{"mobile"}, `only web or paddle can be backfilled, got "mobile"`},
 		{[]string{"web", "--since", "yesterday"}, "--since: want an RFC 3339 time"},
 	} {
 		code, _, errOut := runCmd(ctx, env, append([]string{"billing", "backfill"}, tc.args...)...)

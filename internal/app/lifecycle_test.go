@@ -20,7 +20,7 @@ import (
 func TestLifecycleFixturesMoveThePlan(t *testing.T) {
 	ctx := context.Background()
 	chain := filepath.Join(t.TempDir(), "chain.pem")
-	env := testEnv(t, map[string]string{"APP_ENV": "development", "APPSTORE_TEST_CHAIN": chain})
+	env := testEnv(t, map[string]string{"APP_ENV": "development", "APPSTORE_TEST_CHAIN": chain, "PADDLE_WEBHOOK_SECRET": "pdl_ntfset_lifecycle"})
 	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
 		t.Fatalf("plans sync: %s", errOut)
 	}
@@ -44,7 +44,7 @@ func TestLifecycleFixturesMoveThePlan(t *testing.T) {
 		ignored   = `outcome: ignored`
 	)
 	type step struct{ file, want string }
-	for _, tc := range []struct {
+	for n, tc := range []struct {
 		provider string
 		lives    [][]step // each a user's subscription, start to end
 	}{
@@ -66,9 +66,15 @@ func TestLifecycleFixturesMoveThePlan(t *testing.T) {
 			{{"subscription_purchased", pro}, {"subscription_renewed", pro}, {"subscription_canceled", cancelled}, {"subscription_expired", expired}},
 			{{"subscription_purchased", pro}, {"subscription_on_hold", `plan free, past_due period ended `}, {"subscription_revoked", refunded}},
 		}},
+		{"paddle", [][]step{
+			{{"subscription.created", pro}, {"transaction.completed", pro}, {"subscription.updated", pro},
+				{"subscription.updated.scheduled_cancel", cancelled}, {"subscription.canceled", expired}},
+			{{"subscription.created", pro}, {"adjustment.created", pro}, {"adjustment.updated", refunded}},
+			{{"subscription.created", pro}, {"subscription.past_due", `plan pro, past_due until `}},
+		}},
 	} {
 		for i, life := range tc.lives {
-			user := fmt.Sprintf("0e7a1c52-1f0b-4c1e-9a55-%06d%06d", len(tc.provider), i)
+			user := fmt.Sprintf("0e7a1c52-1f0b-4c1e-9a55-%06d%06d", n, i)
 			for _, s := range life {
 				file := "../billing/testdata/" + tc.provider + "/" + s.file + ".json"
 				code, out, errOut := runCmd(ctx, env, "webhook", "send", "--provider", tc.provider, "--now", "--user", user, "--file", file)

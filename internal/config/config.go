@@ -79,6 +79,9 @@ type Config struct {
 	// AppStore and PlayStore hear the stores directly; each is off without its app's id.
 	AppStore  AppStore
 	PlayStore PlayStore
+	// Paddle is Paddle Billing, a web store beside the web provider; off without its
+	// webhook secret.
+	Paddle Paddle
 	// WebAPIKey and WebAPIBase reach the web provider's API (billing backfill): a secret
 	// key, or a restricted one, and the API's base URL (tests point it at a local server).
 	WebAPIKey  string

@@ -106,6 +106,7 @@ func loadBilling(v *vars, c *Config) {
 	if c.Env == Development && c.PlayStore.PackageName == "" && isLoopbackAddr(c.Addr) {
 		c.PlayStore = devPlayStore(c.PublicURL, c.BillingMount)
 	}
+	loadPaddle(v, c)
 	c.WebAPIKey = v.get("WEB_API_KEY", "")
 	c.WebAPIBase = strings.TrimRight(v.get("WEB_API_BASE", "https://api.stripe.com"), "/")
 	if u, err := url.Parse(c.WebAPIBase); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

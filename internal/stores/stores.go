@@ -38,6 +38,9 @@ type Store struct {
 	On func(config.Config) bool
 	// Open is the store as the configuration sets it up: its adapter, and its API.
 	Open func(config.Config) (Opened, error)
+	// Prices, when set, says which of a plan's web_prices are this web store's own (a plan
+	// lists every web store's); nil: every price no other store of the list says is its.
+	Prices func(id string) bool
 	// Note, when set, is what the start-up line adds to its name ("development stand-in").
 	Note func(config.Config) string
 	// Dashboard, when set, is the page of a subscription in the store's own dashboard, or
@@ -136,7 +139,7 @@ type SyncEngine struct {
 type List []Store
 
 // All are the stores tollgate can hear.
-func All() List { return List{web, mobile, appStore, playStore} }
+func All() List { return List{web, mobile, appStore, playStore, paddleStore} }
 
 // Names are every store's name, for the flags that take one.
 func (l List) Names() []string {
@@ -161,6 +164,17 @@ func (l List) ByName(name string) (Store, bool) {
 func (l List) SoldInApp(provider string) bool {
 	s, ok := l.ByName(provider)
 	return ok && s.InApp
+}
+
+// SoldOnWeb are the names of the stores that sell on the web (not in the app).
+func (l List) SoldOnWeb() []string {
+	var names []string
+	for _, s := range l {
+		if !s.InApp {
+			names = append(names, s.Name)
+		}
+	}
+	return names
 }
 
 // Claiming are the names of the stores whose purchases apps report.
@@ -213,9 +227,36 @@ func (l List) Open(cfg config.Config) ([]OpenStore, error) {
 		if err != nil {
 			return nil, err
 		}
+		if opened.Checkout != nil {
+			opened.Checkout = ownPrices{opened.Checkout, l.pricesOf(s)}
+		}
 		list = append(list, OpenStore{s, opened})
 	}
 	return list, nil
 }
+
+// pricesOf says which prices are s's own: those its Prices says, else those no other store
+// of the list claims.
+func (l List) pricesOf(s Store) func(string) bool {
+	if s.Prices != nil {
+		return s.Prices
+	}
+	return func(id string) bool {
+		for _, other := range l {
+			if other.Name != s.Name && other.Prices != nil && other.Prices(id) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// ownPrices is a web store's checkout selling its own prices only.
+type ownPrices struct {
+	billing.WebStore
+	owns func(string) bool
+}
+
+func (o ownPrices) OwnsPrice(id string) bool { return o.owns(id) }
 
 func always(config.Config) bool { return true }

@@ -26,7 +26,7 @@ func TestEachStoreIsItsAdapter(t *testing.T) {
 		return map[string]string{"APP_ENV": "test", "WEB_WEBHOOK_SECRET": "whsec_x", "MOBILE_WEBHOOK_SECRET": "m",
 			"APPSTORE_BUNDLE_ID": "com.example.app", "PLAY_PACKAGE_NAME": "com.example.app",
 			"PLAY_PUSH_AUDIENCE": "https://billing.example.test/billing/webhooks/playstore", "PLAY_PUSH_SERVICE_ACCOUNT": "push@example.iam.gserviceaccount.com",
-			"PLAY_SERVICE_ACCOUNT_JSON": keyFile}[name]
+			"PLAY_SERVICE_ACCOUNT_JSON": keyFile, "PADDLE_WEBHOOK_SECRET": "pdl_ntfset_x"}[name]
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore"
+	"github.com/tollgate/tollgate/internal/billing/paddle"
 	"github.com/tollgate/tollgate/internal/billing/playstore"
 	"github.com/tollgate/tollgate/internal/stores"
 )
@@ -20,6 +21,8 @@ func TestShapeOf(t *testing.T) {
 		"../billing/testdata/mobile/subscription_renewed.json":       billing.ProviderMobile,
 		"../billing/testdata/appstore/did_renew.json":                appstore.Provider,
 		"../billing/testdata/playstore/subscription_canceled.json":   playstore.Provider,
+		"../billing/testdata/paddle/subscription.created.json":       paddle.Provider,
+		"../billing/testdata/paddle/adjustment.updated.json":         paddle.Provider,
 	} {
 		body, err := os.ReadFile(file)
 		if err != nil {

@@ -25,6 +25,7 @@ func (w *Web) startCheckout(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	url, err := w.opts.Checkout.Start(r.Context(), checkout.Buyer{UserID: user.ID, Email: user.Email}, checkout.Request{
+		Provider:    r.PostFormValue("provider"),
 		Plan:        r.PostFormValue("plan"),
 		SuccessPath: w.returnPath() + "?session_id={CHECKOUT_SESSION_ID}",
 	})
@@ -124,7 +125,7 @@ func (w *Web) openPortal(rw http.ResponseWriter, r *http.Request) {
 	if user == nil {
 		return
 	}
-	url, err := w.opts.Checkout.Portal(r.Context(), user.ID)
+	url, err := w.opts.Checkout.Portal(r.Context(), user.ID, r.PostFormValue("provider"))
 	w.toProvider(rw, r, url, err)
 }
 

@@ -49,7 +49,7 @@ func newBillingHarness(t *testing.T, provider *httptest.Server) (*harness, billi
 	p := pipeline.New(d, log, pipeline.Options{Adapters: []billing.Adapter{stripe.New(""), adapty.New("", nil), grant.New()}})
 	p.OnCommit(r.Forget)
 	c := checkout.New(d, log, r, checkout.Options{
-		PublicURL: "http://forms.example.test", Store: stripe.WebStore(stripe.NewClient(stripe.Config{Key: "sk_test_forms", Base: provider.URL})), SoldInApp: billingtest.SoldInApp,
+		PublicURL: "http://forms.example.test", Stores: []billing.WebStore{stripe.WebStore(stripe.NewClient(stripe.Config{Key: "sk_test_forms", Base: provider.URL}))}, SoldInApp: billingtest.SoldInApp,
 		Applier: p,
 	})
 	list, err := plans.ParsePlans([]byte(accountPlans))

@@ -6,6 +6,8 @@ package checkout
 import (
 	"cmp"
 	"context"
+	"database/sql"
+	"errors"
 
 	"log/slog"
 	"net/url"
@@ -20,9 +22,11 @@ import (
 
 // Options configures a Checkout.
 type Options struct {
-	// Store, when set (its API key is), lets users start web purchases and open the
-	// store's portal; PublicURL and RedirectOrigins bound where they return to.
-	Store           billing.WebStore
+	// Stores are the web stores whose API keys are set, which let users start web
+	// purchases and open their portals; Known names every web store the binary knows, set
+	// up or not. PublicURL and RedirectOrigins bound where buyers return to.
+	Stores          []billing.WebStore
+	Known           []string
 	PublicURL       string
 	RedirectOrigins []string
 	// SoldInApp says whether a provider sells in the app: a user it sold a plan to
@@ -37,7 +41,8 @@ type Checkout struct {
 	db        *db.DB
 	log       *slog.Logger
 	reader    *reader.Reader
-	store     billing.WebStore
+	stores    []billing.WebStore
+	known     []string
 	soldInApp func(provider string) bool
 	applier   Applier
 	publicURL string
@@ -47,7 +52,7 @@ type Checkout struct {
 
 // New builds a Checkout.
 func New(d *db.DB, log *slog.Logger, r *reader.Reader, opts Options) *Checkout {
-	s := &Checkout{db: d, log: log, reader: r, store: opts.Store, soldInApp: opts.SoldInApp, applier: opts.Applier,
+	s := &Checkout{db: d, log: log, reader: r, stores: opts.Stores, known: opts.Known, soldInApp: opts.SoldInApp, applier: opts.Applier,
 		publicURL: strings.TrimRight(opts.PublicURL, "/")}
 	if s.soldInApp == nil {
 		s.soldInApp = func(string) bool { return false }
@@ -67,10 +72,12 @@ type Buyer struct {
 	Email  string
 }
 
-// Request is what to buy. Price, when given, must be one of the plan's web prices
-// (default: its first); empty URLs default to PUBLIC_URL/?checkout=success|cancel, or for
+// Request is what to buy, and where. Provider names the web store (default: the web
+// provider's when its key is set, else the only web store set up). Price, when given, must
+// be one of the plan's web prices that store sells (default: its first); empty URLs default to PUBLIC_URL/?checkout=success|cancel, or for
 // success to PUBLIC_URL + SuccessPath when that is set (the forms' return page).
 type Request struct {
+	Provider    string
 	Plan        string
 	Price       string
 	SuccessURL  string
@@ -82,8 +89,9 @@ type Request struct {
 // subscription carries metadata.user_id, so that its webhooks resolve to the buyer with no
 // further step. It returns the session's URL, to send the buyer to.
 func (s *Checkout) Start(ctx context.Context, buyer Buyer, req Request) (string, error) {
-	if s.store == nil {
-		return "", billing.ErrCheckoutUnavailable
+	store, err := s.storeFor(req.Provider)
+	if err != nil {
+		return "", err
 	}
 	success, err := s.redirectURL(req.SuccessURL, cmp.Or(req.SuccessPath, "/?checkout=success"))
 	if err != nil {
@@ -105,13 +113,13 @@ func (s *Checkout) Start(ctx context.Context, buyer Buyer, req Request) (string,
 		if position, err = s.reader.Read(ctx, q, buyer.UserID); err != nil {
 			return err
 		}
-		customer, err = webCustomerOf(ctx, q, buyer.UserID)
+		customer, err = customerOf(ctx, q, store.Provider(), buyer.UserID)
 		return err
 	}, nil)
 	if err != nil {
 		return "", err
 	}
-	price, err := pickPrice(prices, req.Price, s.store.OwnsPrice)
+	price, err := pickPrice(prices, req.Price, store.OwnsPrice)
 	if err != nil {
 		return "", err
 	}
@@ -124,24 +132,25 @@ func (s *Checkout) Start(ctx context.Context, buyer Buyer, req Request) (string,
 			return "", billing.ErrAlreadySubscribed
 		}
 	}
-	sessionURL, err := s.store.CreateCheckout(ctx, billing.Purchase{
+	sessionURL, err := store.CreateCheckout(ctx, billing.Purchase{
 		Price: price, UserID: buyer.UserID, Customer: customer, CustomerEmail: buyer.Email, SuccessURL: success, CancelURL: cancel,
 	})
 	return sessionURL, s.providerFailure(ctx, "checkout", err)
 }
 
-// Portal opens the web provider's customer portal for the user's linked web customer,
-// returning to PUBLIC_URL/.
-func (s *Checkout) Portal(ctx context.Context, userID string) (string, error) {
-	if s.store == nil {
-		return "", billing.ErrCheckoutUnavailable
+// Portal opens a web store's customer portal (the one provider names, chosen as Start
+// chooses) for the user's customer there, returning to PUBLIC_URL/ where the store lets it.
+func (s *Checkout) Portal(ctx context.Context, userID, provider string) (string, error) {
+	store, err := s.storeFor(provider)
+	if err != nil {
+		return "", err
 	}
 	var customer string
 	var position billing.Entitlements
-	err := s.db.Request(ctx, func(ctx context.Context) error {
+	err = s.db.Request(ctx, func(ctx context.Context) error {
 		var err error
 		q := dbq.New(s.db)
-		if customer, err = webCustomerOf(ctx, q, userID); err != nil || customer != "" {
+		if customer, err = customerOf(ctx, q, store.Provider(), userID); err != nil || customer != "" {
 			return err
 		}
 		position, err = s.reader.Read(ctx, q, userID)
@@ -155,7 +164,7 @@ func (s *Checkout) Portal(ctx context.Context, userID string) (string, error) {
 	case customer == "":
 		return "", billing.ErrNoWebCustomer
 	}
-	sessionURL, err := s.store.CreatePortal(ctx, customer, s.publicURL+"/")
+	sessionURL, err := store.CreatePortal(ctx, customer, s.publicURL+"/")
 	return sessionURL, s.providerFailure(ctx, "portal", err)
 }
 
@@ -171,10 +180,11 @@ type WebOffers struct {
 // Offers lists the user's web offers. Without WEB_API_KEY there are none.
 func (s *Checkout) Offers(ctx context.Context, userID string) (WebOffers, error) {
 	var offers WebOffers
-	if s.store == nil {
-		return offers, nil
+	store, err := s.storeFor("")
+	if err != nil {
+		return offers, nil // no web store is set up: nothing to offer
 	}
-	err := s.db.Request(ctx, func(ctx context.Context) error {
+	err = s.db.Request(ctx, func(ctx context.Context) error {
 		q := dbq.New(s.db)
 		position, err := s.reader.Read(ctx, q, userID)
 		if err != nil {
@@ -192,7 +202,7 @@ func (s *Checkout) Offers(ctx context.Context, userID string) (WebOffers, error)
 				offers.Upgrades = append(offers.Upgrades, billing.Plan{Key: p.Key, Name: p.Name, ID: p.ID, Tier: p.Tier})
 			}
 		}
-		customer, err := webCustomerOf(ctx, q, userID)
+		customer, err := customerOf(ctx, q, store.Provider(), userID)
 		offers.Manage = customer != ""
 		return err
 	}, nil)
@@ -260,6 +270,38 @@ func (s *Checkout) providerFailure(ctx context.Context, what string, err error) 
 	status := billing.StatusOf(err)
 	s.log.WarnContext(ctx, "web provider refused a session", "session", what, "status", status)
 	return &billing.ProviderError{Status: status}
+}
+
+// storeFor is the web store a purchase or the portal goes to: the one named, else the web
+// provider's when its key is set, else the first set up. A store the binary knows but
+// that is not set up is ErrCheckoutUnavailable; a name it does not know, ErrUnknownStore.
+func (s *Checkout) storeFor(name string) (billing.WebStore, error) {
+	for _, store := range s.stores {
+		if store.Provider() == cmp.Or(name, billing.ProviderWeb) {
+			return store, nil
+		}
+	}
+	switch {
+	case name == "" && len(s.stores) > 0:
+		return s.stores[0], nil
+	case name == "" || slices.Contains(s.known, name):
+		return nil, billing.ErrCheckoutUnavailable
+	}
+	return nil, billing.ErrUnknownStore
+}
+
+// customerOf is the user's customer at the web store provider: the web provider's
+// customer linked to the user, or another store's from the user's subscriptions there;
+// "" when none is.
+func customerOf(ctx context.Context, q *dbq.Queries, provider, userID string) (string, error) {
+	if provider == billing.ProviderWeb {
+		return webCustomerOf(ctx, q, userID)
+	}
+	customer, err := q.ProviderCustomerOfUser(ctx, dbq.ProviderCustomerOfUserParams{UserID: userID, Provider: provider})
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return customer.String, err
 }
 
 // webCustomerOf is the web customer id linked to the user, or "".

@@ -68,11 +68,11 @@ func (p *provider) refuse(status int) {
 func newCheckout(t *testing.T, api *stripe.Client) (*checkout.Checkout, *billingtest.Harness) {
 	t.Helper()
 	h := billingtest.New(t, dbtest.SQLite(t))
-	var store billing.WebStore // none without an API key
+	var stores []billing.WebStore // none without an API key
 	if api != nil {
-		store = stripe.WebStore(api)
+		stores = append(stores, stripe.WebStore(api))
 	}
-	return checkout.New(h.DB, h.Log, h.Svc.Reader, checkout.Options{Store: store, SoldInApp: billingtest.SoldInApp, PublicURL: publicURL,
+	return checkout.New(h.DB, h.Log, h.Svc.Reader, checkout.Options{Stores: stores, Known: []string{billing.ProviderWeb}, SoldInApp: billingtest.SoldInApp, PublicURL: publicURL,
 		RedirectOrigins: []string{"https://shop.example.test"}, Applier: h.Svc.Pipeline}), h
 }
 

@@ -33,13 +33,14 @@ type Synced struct {
 // sets) or its subscription's metadata.user_id names them; any other session, or one the
 // provider does not know, is ErrCheckoutOfAnother and nothing is applied.
 func (s *Checkout) Sync(ctx context.Context, userID, sessionID string) (Synced, error) {
-	if s.store == nil || s.applier == nil {
+	store, err := s.storeFor(billing.ProviderWeb) // the web provider's checkout is read back; another store's webhooks bring it
+	if err != nil || s.applier == nil {
 		return Synced{}, billing.ErrCheckoutUnavailable
 	}
 	if sessionID == "" {
-		return Synced{}, s.syncCustomer(ctx, userID)
+		return Synced{}, s.syncCustomer(ctx, store, userID)
 	}
-	read, err := s.store.ReadPurchase(ctx, sessionID)
+	read, err := store.ReadPurchase(ctx, sessionID)
 	switch {
 	case errors.Is(err, billing.ErrNoSuchPurchase):
 		return Synced{}, billing.ErrCheckoutOfAnother
@@ -50,14 +51,14 @@ func (s *Checkout) Sync(ctx context.Context, userID, sessionID string) (Synced, 
 	case read.Subscription == nil:
 		return Synced{Pending: true}, nil
 	}
-	if _, err := s.applier.ApplyRead(ctx, s.store.Provider(), read.Subscription); err != nil {
+	if _, err := s.applier.ApplyRead(ctx, store.Provider(), read.Subscription); err != nil {
 		return Synced{}, err
 	}
 	return Synced{Pending: read.Pending}, nil
 }
 
 // syncCustomer applies every subscription of the user's web customer, if one is linked.
-func (s *Checkout) syncCustomer(ctx context.Context, userID string) error {
+func (s *Checkout) syncCustomer(ctx context.Context, store billing.WebStore, userID string) error {
 	var customer string
 	err := s.db.Request(ctx, func(ctx context.Context) error {
 		var err error
@@ -69,12 +70,12 @@ func (s *Checkout) syncCustomer(ctx context.Context, userID string) error {
 	}
 	after := ""
 	for range syncPages {
-		page, err := s.store.CustomerSubscriptions(ctx, customer, after)
+		page, err := store.CustomerSubscriptions(ctx, customer, after)
 		if err != nil {
 			return s.providerFailure(ctx, "subscriptions read", err)
 		}
 		for _, raw := range page.Subscriptions {
-			if _, err := s.applier.ApplyRead(ctx, s.store.Provider(), raw); err != nil {
+			if _, err := s.applier.ApplyRead(ctx, store.Provider(), raw); err != nil {
 				return err
 			}
 		}

@@ -305,10 +305,10 @@ type billingCustomer struct {
 // (else 0), for upsertCustomer.
 func (p *Pipeline) resolveCustomer(ctx context.Context, w *work, f billing.Facts, providerSubscriptionID int64, periodEnd sql.NullTime) (billingCustomer, error) {
 	if f.Link != "" {
-		c, err := w.GetCustomerByWebID(ctx, nullString(f.Link))
+		c, err := linkedCustomer(ctx, w, f.Link)
 		if err == nil {
-			w.named = c.UserID
-			return billingCustomer{c.ID, c.UserID}, nil
+			w.named = c.userID
+			return c, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return billingCustomer{}, err
@@ -324,13 +324,25 @@ func (p *Pipeline) resolveCustomer(ctx context.Context, w *work, f billing.Facts
 	if err != nil {
 		return billingCustomer{}, err
 	}
-	if f.Link != "" && !c.WebCustomerID.Valid {
+	if f.Link != "" && !c.WebCustomerID.Valid && w.adapter.Provider() == billing.ProviderWeb {
 		if err := w.LinkWebCustomer(ctx, dbq.LinkWebCustomerParams{ID: c.ID, WebCustomerID: nullString(f.Link), Now: p.now()}); err != nil {
 			return billingCustomer{}, err
 		}
 	}
 	w.named = f.UserID
 	return billingCustomer{c.ID, f.UserID}, nil
+}
+
+// linkedCustomer is the billing customer a provider's customer id is linked to: the web
+// provider's through billing_customers, any other store's through the subscriptions of
+// that customer already written. sql.ErrNoRows: none yet.
+func linkedCustomer(ctx context.Context, w *work, link string) (billingCustomer, error) {
+	if w.adapter.Provider() == billing.ProviderWeb {
+		c, err := w.GetCustomerByWebID(ctx, nullString(link))
+		return billingCustomer{c.ID, c.UserID}, err
+	}
+	c, err := w.GetCustomerByProviderCustomer(ctx, dbq.GetCustomerByProviderCustomerParams{Provider: w.adapter.Provider(), CustomerID: nullString(link)})
+	return billingCustomer{c.ID, c.UserID}, err
 }
 
 // resolvePlan finds the plan the facts name by its key, else the highest-tier plan that

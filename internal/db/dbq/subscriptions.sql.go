@@ -11,6 +11,35 @@ import (
 	"time"
 )
 
+const getCustomerByProviderCustomer = `-- name: GetCustomerByProviderCustomer :one
+select c.id, c.user_id from provider_subscriptions ps
+join subscriptions s on s.provider_subscription_id = ps.id
+join billing_customers c on c.id = s.billing_customer_id
+where ps.provider = $1 and ps.provider_customer_id = $2
+order by s.updated_at desc, s.id desc
+limit 1
+`
+
+type GetCustomerByProviderCustomerParams struct {
+	Provider   string
+	CustomerID sql.NullString
+}
+
+type GetCustomerByProviderCustomerRow struct {
+	ID     int64
+	UserID string
+}
+
+// The billing customer a store's customer is linked to: the user of a subscription of that
+// customer's (a store whose customers are not kept on billing_customers, as the web
+// provider's are). The most recent subscription's, should two name different users.
+func (q *Queries) GetCustomerByProviderCustomer(ctx context.Context, arg GetCustomerByProviderCustomerParams) (GetCustomerByProviderCustomerRow, error) {
+	row := q.db.QueryRowContext(ctx, getCustomerByProviderCustomer, arg.Provider, arg.CustomerID)
+	var i GetCustomerByProviderCustomerRow
+	err := row.Scan(&i.ID, &i.UserID)
+	return i, err
+}
+
 const getCustomerByWebID = `-- name: GetCustomerByWebID :one
 select id, user_id from billing_customers where web_customer_id = $1
 `
@@ -261,6 +290,28 @@ func (q *Queries) PlanForPrice(ctx context.Context, arg PlanForPriceParams) (Pla
 		&i.Tier,
 	)
 	return i, err
+}
+
+const providerCustomerOfUser = `-- name: ProviderCustomerOfUser :one
+select ps.provider_customer_id from provider_subscriptions ps
+join subscriptions s on s.provider_subscription_id = ps.id
+join billing_customers c on c.id = s.billing_customer_id
+where c.user_id = $1 and ps.provider = $2 and ps.provider_customer_id is not null and ps.provider_customer_id <> ''
+order by s.updated_at desc, s.id desc
+limit 1
+`
+
+type ProviderCustomerOfUserParams struct {
+	UserID   string
+	Provider string
+}
+
+// The user's customer at a store, from the user's most recent subscription there.
+func (q *Queries) ProviderCustomerOfUser(ctx context.Context, arg ProviderCustomerOfUserParams) (sql.NullString, error) {
+	row := q.db.QueryRowContext(ctx, providerCustomerOfUser, arg.UserID, arg.Provider)
+	var provider_customer_id sql.NullString
+	err := row.Scan(&provider_customer_id)
+	return provider_customer_id, err
 }
 
 const rememberRead = `-- name: RememberRead :exec

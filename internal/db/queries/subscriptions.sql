@@ -179,3 +179,23 @@ where u.user_id = sqlc.arg(user_id)
 union all
 select 'version', 0, 0, '', '', null, sqlc.arg(month_end), 0, '', 0, (select version from plans_version)
 order by kind, updated_at desc, id desc;
+
+-- name: GetCustomerByProviderCustomer :one
+-- The billing customer a store's customer is linked to: the user of a subscription of that
+-- customer's (a store whose customers are not kept on billing_customers, as the web
+-- provider's are). The most recent subscription's, should two name different users.
+select c.id, c.user_id from provider_subscriptions ps
+join subscriptions s on s.provider_subscription_id = ps.id
+join billing_customers c on c.id = s.billing_customer_id
+where ps.provider = sqlc.arg(provider) and ps.provider_customer_id = sqlc.arg(customer_id)
+order by s.updated_at desc, s.id desc
+limit 1;
+
+-- name: ProviderCustomerOfUser :one
+-- The user's customer at a store, from the user's most recent subscription there.
+select ps.provider_customer_id from provider_subscriptions ps
+join subscriptions s on s.provider_subscription_id = ps.id
+join billing_customers c on c.id = s.billing_customer_id
+where c.user_id = sqlc.arg(user_id) and ps.provider = sqlc.arg(provider) and ps.provider_customer_id is not null and ps.provider_customer_id <> ''
+order by s.updated_at desc, s.id desc
+limit 1;
