@@ -2,11 +2,13 @@ package paddle_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/billingtest"
 	"github.com/tollgate/tollgate/internal/billing/paddle"
 	"github.com/tollgate/tollgate/internal/billing/pipeline"
@@ -223,4 +225,33 @@ func TestPaddleUnresolvedThenReplayed(t *testing.T) {
 		}
 		mustSend(t, h, "subscription.created", stranger, "unresolved")
 	})
+}
+
+// A reconcile read that finds the state stored is Same (a quiet pass writes nothing); one
+// that finds it changed supersedes it.
+func TestAReadOfWhatIsStoredWritesNothing(t *testing.T) {
+	a := paddle.New(nil)
+	var env struct{ Data json.RawMessage }
+	if err := json.Unmarshal(billingtest.Fixture(t, "paddle/subscription.updated.json"), &env); err != nil {
+		t.Fatal(err)
+	}
+	first := at(t, "2026-12-02T00:00:00Z")
+	r, _, err := a.ReadSnapshot(env.Data, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, _, err := a.Apply(r, billing.Stored{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := billing.Stored{State: string(state), LastEventID: billing.SnapshotEventID(first), LastEventType: billing.SnapshotEventType, LastEventAt: first}
+	again, _, _ := a.ReadSnapshot(env.Data, first.Add(time.Hour))
+	if o := a.Order(again, stored); o != billing.Same {
+		t.Fatalf("the same state read again: %v, want Same", o)
+	}
+	canceled := billingtest.Edit(t, env.Data, func(m map[string]any) { m["status"], m["canceled_at"] = "canceled", "2026-12-02T00:30:00Z" })
+	changed, _, _ := a.ReadSnapshot(canceled, first.Add(time.Hour))
+	if o := a.Order(changed, stored); o != billing.Supersedes {
+		t.Fatalf("a changed state read: %v, want Supersedes", o)
+	}
 }

@@ -134,15 +134,21 @@ func (a *Adapter) Order(r billing.Reading, stored billing.Stored) billing.Order 
 	if err != nil {
 		return billing.Supersedes // Apply says what is wrong
 	}
-	before, _ := json.Marshal(s)
-	after, _ := json.Marshal(fold(s, r))
-	if string(before) == string(after) {
-		if r.Snapshot {
-			return billing.Same
-		}
-		return billing.Stale
+	next := fold(s, r)
+	if r.Snapshot {
+		// A read that finds what is stored writes nothing: the time of the read alone is
+		// no change.
+		next.SubAt, s.SubAt = time.Time{}, time.Time{}
 	}
-	return billing.Supersedes
+	before, _ := json.Marshal(s)
+	after, _ := json.Marshal(next)
+	switch {
+	case string(before) != string(after):
+		return billing.Supersedes
+	case r.Snapshot:
+		return billing.Same
+	}
+	return billing.Stale
 }
 
 // Apply folds the reading into the stored state.
