@@ -55,11 +55,30 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	if cfg.FirstWait <= 0 {
 		cfg.FirstWait = time.Second
 	}
-	sdk, err := paddlesdk.New(cfg.Key, paddlesdk.WithBaseURL(cfg.Base), paddlesdk.WithClient(cfg.Client))
+	base, err := url.Parse(cfg.Base)
+	if err != nil {
+		return nil, err
+	}
+	sdk, err := paddlesdk.New(cfg.Key, paddlesdk.WithBaseURL(cfg.Base), paddlesdk.WithClient(under{cfg.Client, strings.TrimRight(base.Path, "/")}))
 	if err != nil {
 		return nil, err
 	}
 	return &API{cfg: cfg, sdk: sdk}, nil
+}
+
+// under sends the SDK's requests under the base URL's path: the SDK keeps only the base's
+// scheme and host, and a stand-in (the development one, under /_dev/paddle) has a path.
+type under struct {
+	client *http.Client
+	path   string
+}
+
+func (u under) Do(req *http.Request) (*http.Response, error) {
+	if u.path != "" {
+		req.URL.Path = u.path + req.URL.Path
+		req.URL.RawPath = ""
+	}
+	return u.client.Do(req)
 }
 
 // Page is one page of subscriptions as Paddle's API sent them.

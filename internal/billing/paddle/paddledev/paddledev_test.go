@@ -15,15 +15,18 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/paddle/paddledev"
 )
 
-// The stand-in through tollgate's own client of Paddle's API: subscriptions listed in
-// order, page by page, by customer; a key required; a transaction and a portal session
-// made with URLs a browser can open.
+// The stand-in through tollgate's own client of Paddle's API, under a path as serve mounts
+// it: subscriptions listed in order, page by page, by customer; a key required; a
+// transaction and a portal session made with URLs a browser can open.
 func TestTheStandInAnswersAsPaddle(t *testing.T) {
 	srv := httptest.NewServer(nil)
 	defer srv.Close()
-	standIn := paddledev.New(srv.URL)
+	base := srv.URL + "/_dev/paddle"
+	standIn := paddledev.New(base)
 	standIn.MaxPerPage = 2
-	srv.Config.Handler = standIn.Handler()
+	mux := http.NewServeMux()
+	mux.Handle("/_dev/paddle/", http.StripPrefix("/_dev/paddle", standIn.Handler()))
+	srv.Config.Handler = mux
 	for i := range 5 {
 		customer := "ctm_a"
 		if i%2 == 1 {
@@ -36,7 +39,7 @@ func TestTheStandInAnswersAsPaddle(t *testing.T) {
 	if err := standIn.Put(json.RawMessage(`{"status":"active"}`)); err == nil {
 		t.Fatal("a subscription without its id was taken")
 	}
-	api, err := paddle.NewAPI(paddle.APIConfig{Key: "pdl_sdbx_apikey_test", Base: srv.URL})
+	api, err := paddle.NewAPI(paddle.APIConfig{Key: "pdl_sdbx_apikey_test", Base: base})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +63,7 @@ func TestTheStandInAnswersAsPaddle(t *testing.T) {
 	if page, err := api.Subscriptions(ctx, "ctm_b", ""); err != nil || len(page.Subscriptions) != 2 || page.HasMore {
 		t.Fatalf("customer ctm_b's: %d %t %v", len(page.Subscriptions), page.HasMore, err)
 	}
-	if resp, err := http.Get(srv.URL + "/subscriptions"); err != nil || resp.StatusCode != http.StatusForbidden {
+	if resp, err := http.Get(base + "/subscriptions"); err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("without a key: %v %v", resp, err)
 	}
 
@@ -70,7 +73,7 @@ func TestTheStandInAnswersAsPaddle(t *testing.T) {
 		t.Fatalf("checkout: %q %v %+v", checkoutURL, err, standIn.Transactions())
 	}
 	portalURL, err := store.CreatePortal(ctx, "ctm_a", "")
-	if err != nil || portalURL != srv.URL+"/portal/ctm_a" {
+	if err != nil || portalURL != base+"/portal/ctm_a" {
 		t.Fatalf("portal: %q %v", portalURL, err)
 	}
 	for _, u := range []string{checkoutURL, portalURL} {
