@@ -28,7 +28,8 @@ restricted key with read access to Subscriptions is enough) and brings tollgate'
 line: each one is mapped as a webhook would be, as its state at the time of the read. A
 newer webhook event always wins. Run it when connecting an account that has subscriptions
 already, or after losing deliveries past the provider's retry window. Running it again
-changes nothing. PROVIDER is web: the mobile provider has no API to list subscriptions.
+changes nothing. PROVIDER is web, or paddle (PADDLE_API_KEY): the other stores' APIs list
+no subscriptions.
 
 Progress goes to stderr. An interrupted run (Ctrl-C stops after the page in hand) resumes
 where it stopped when the same command is run again.`,

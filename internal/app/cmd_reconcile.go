@@ -40,6 +40,8 @@ whose API settings are set (or the one --provider names):
              last read ended, or --since ago (30 days back at most, less an hour: all
              Google keeps), and applies each void tollgate has not stored; then reads each
              Google Play subscription tollgate knows (subscriptionsv2) and repairs drift.
+  paddle     reads every subscription of the Paddle account (PADDLE_API_KEY), page by
+             page, and repairs drift as for web.
 
 A history read cut short resumes at the page where it stopped. A subscription whose read
 keeps failing is counted failed and read again by the next pass; a pass fails only when the
