@@ -89,7 +89,10 @@ func printReport(w io.Writer, r reader.UserReport) {
 		fmt.Fprintln(w, "  none")
 	}
 	for _, ev := range r.RecentEvents {
-		state := "processed " + date(ev.ProcessedAt)
+		state := "not processed yet"
+		if ev.Outcome != nil {
+			state = *ev.Outcome + " " + date(ev.ProcessedAt)
+		}
 		if ev.ProcessingError != nil {
 			state += ": " + *ev.ProcessingError
 		}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -75,7 +76,11 @@ func TestLifecycleFixturesMoveThePlan(t *testing.T) {
 	} {
 		for i, life := range tc.lives {
 			user := fmt.Sprintf("0e7a1c52-1f0b-4c1e-9a55-%06d%06d", n, i)
+			named := 0 // the events that name the user: all but those ignored
 			for _, s := range life {
+				if s.want != ignored {
+					named++
+				}
 				file := "../billing/testdata/" + tc.provider + "/" + s.file + ".json"
 				code, out, errOut := runCmd(ctx, env, "webhook", "send", "--provider", tc.provider, "--now", "--user", user, "--file", file)
 				want := regexp.QuoteMeta(s.want)
@@ -86,6 +91,24 @@ func TestLifecycleFixturesMoveThePlan(t *testing.T) {
 					t.Fatalf("%s for %s: exit %d, want %q:\n%s%s", file, user, code, s.want, out, errOut)
 				}
 			}
+			checkUsersShowLists(t, env, user, tc.provider, named)
 		}
+	}
+}
+
+// checkUsersShowLists: "users show" lists the n events sent for user that name them (as the
+// console's timeline does), every one of provider's, whether or not its payload carries
+// the user's id as text (the App Store's are signed, Google Play's base64).
+func checkUsersShowLists(t *testing.T, env map[string]string, user, provider string, n int) {
+	t.Helper()
+	code, out, errOut := runCmd(context.Background(), env, "users", "show", user, "--json")
+	var report struct {
+		RecentEvents []struct{ Provider string } `json:"recent_events"`
+	}
+	if err := json.Unmarshal([]byte(out), &report); code != 0 || err != nil {
+		t.Fatalf("users show %s: exit %d %v %s", user, code, err, errOut)
+	}
+	if len(report.RecentEvents) != n || report.RecentEvents[0].Provider != provider {
+		t.Fatalf("users show %s lists %d events, want the %d %s events sent: %s", user, len(report.RecentEvents), n, provider, out)
 	}
 }

@@ -41,12 +41,15 @@ type ReportSubscription struct {
 
 // ReportEvent is a stored provider event.
 type ReportEvent struct {
-	Provider        string     `json:"provider"`
-	ID              string     `json:"id"`
-	Type            string     `json:"type"`
-	ReceivedAt      time.Time  `json:"received_at"`
-	ProcessedAt     *time.Time `json:"processed_at"`
-	ProcessingError *string    `json:"processing_error"`
+	Provider    string     `json:"provider"`
+	ID          string     `json:"id"`
+	Type        string     `json:"type"`
+	ReceivedAt  time.Time  `json:"received_at"`
+	ProcessedAt *time.Time `json:"processed_at"`
+	// Outcome is what became of it (applied, duplicate, stale, ignored, unresolved, …);
+	// nil while unprocessed.
+	Outcome         *string `json:"outcome"`
+	ProcessingError *string `json:"processing_error"`
 }
 
 // Inspect reports on userID. A user tollgate has never seen gets empty lists and the
@@ -74,14 +77,17 @@ func (s *Reader) Inspect(ctx context.Context, userID string) (UserReport, error)
 	if r.Billing, err = s.View(ctx, userID); err != nil {
 		return r, err
 	}
-	events, err := q.UserRecentEvents(ctx, sql.NullString{String: userID, Valid: userID != ""})
+	// The events that name the user, as the console's timeline lists them: by the user
+	// each event was resolved to, never by searching payloads (another user's id can
+	// contain this one's; a signed payload contains none).
+	events, err := q.CustomerTimeline(ctx, dbq.CustomerTimelineParams{UserID: sql.NullString{String: userID, Valid: userID != ""}, Max: 10})
 	if err != nil {
 		return r, err
 	}
 	for _, e := range events { // the newest 10
 		r.RecentEvents = append(r.RecentEvents, ReportEvent{
 			Provider: e.Provider, ID: e.ProviderEventID, Type: e.EventType, ReceivedAt: e.ReceivedAt.UTC(),
-			ProcessedAt: timePtr(e.ProcessedAt), ProcessingError: stringPtr(e.ProcessingError),
+			ProcessedAt: timePtr(e.ProcessedAt), Outcome: stringPtr(e.Outcome), ProcessingError: stringPtr(e.ProcessingError),
 		})
 	}
 	return r, nil

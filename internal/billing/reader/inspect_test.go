@@ -12,7 +12,8 @@ import (
 )
 
 // TestInspectShowsSubscriptionsAndEventsNamingTheUser: the report lists the user's customer,
-// subscription and billing view, and the events that name them, an unresolved one included.
+// subscription and billing view, and the events that name them with what became of each,
+// an unresolved one included — not another user's whose subscription id contains theirs.
 func TestInspectShowsSubscriptionsAndEventsNamingTheUser(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
 		h := billingtest.New(t, d)
@@ -24,6 +25,14 @@ func TestInspectShowsSubscriptionsAndEventsNamingTheUser(t *testing.T) {
 			billingtest.Path(obj["items"].(map[string]any)["data"].([]any)[0].(map[string]any), "price")["id"] = "price_nobody_sells"
 		}))
 		h.MustSend(billing.ProviderMobile, billingtest.Fixture(t, "mobile/subscription_renewed.android.json")) // another user
+		// Another user's subscription whose id contains this user's: a text search of the
+		// payloads took its event for this user's.
+		h.MustSend(billing.ProviderWeb, billingtest.Edit(t, billingtest.Fixture(t, "web/customer.subscription.updated.json"), func(m map[string]any) {
+			m["id"] = "evt_of_another_user"
+			obj := billingtest.Path(m, "data", "object")
+			obj["id"], obj["customer"] = "sub_1TESTa1B2c3D4e5F6g7H8i9_2", "cus_another"
+			obj["metadata"] = map[string]any{"user_id": "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e60"}
+		}))
 
 		r, err := h.Svc.Inspect(context.Background(), billingtest.FixtureUser)
 		if err != nil {
@@ -41,7 +50,7 @@ func TestInspectShowsSubscriptionsAndEventsNamingTheUser(t *testing.T) {
 		var ids []string
 		for _, e := range r.RecentEvents {
 			ids = append(ids, e.ID)
-			if e.ID == "evt_unmapped_for_user" && (e.ProcessingError == nil || !strings.Contains(*e.ProcessingError, "unmapped")) {
+			if e.ID == "evt_unmapped_for_user" && (e.ProcessingError == nil || !strings.Contains(*e.ProcessingError, "unmapped") || *e.Outcome != billing.OutcomeUnresolved) {
 				t.Errorf("the unresolved event's reason: %v", e.ProcessingError)
 			}
 		}

@@ -217,17 +217,17 @@ func (q *Queries) CustomerSubscriptions(ctx context.Context, userID string) ([]C
 }
 
 const customerTimeline = `-- name: CustomerTimeline :many
-select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
+select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.processed_at, e.outcome, e.processing_error, e.subscription_id,
        e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
 from provider_events e
 where e.user_id = $3
 union
-select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
+select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.processed_at, e.outcome, e.processing_error, e.subscription_id,
        e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
 from provider_events e
 where e.moved_from_user_id = $3
 union
-select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
+select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.processed_at, e.outcome, e.processing_error, e.subscription_id,
        e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
 from provider_events e
 join provider_subscriptions ps on ps.provider_subscription_id = e.subscription_id and ps.provider = e.provider
@@ -250,6 +250,7 @@ type CustomerTimelineRow struct {
 	ProviderEventID string
 	EventType       string
 	ReceivedAt      time.Time
+	ProcessedAt     sql.NullTime
 	Outcome         sql.NullString
 	ProcessingError sql.NullString
 	SubscriptionID  sql.NullString
@@ -263,7 +264,8 @@ type CustomerTimelineRow struct {
 
 // The events that name the user (resolved to them, or unresolved with their customer
 // resolved), those that moved a subscription away from them, and those that name nobody
-// but one of the user's subscriptions, newest first: three index lookups.
+// but one of the user's subscriptions, newest first: three index lookups. The console's
+// timeline and "users show" both list these.
 func (q *Queries) CustomerTimeline(ctx context.Context, arg CustomerTimelineParams) ([]CustomerTimelineRow, error) {
 	rows, err := q.db.QueryContext(ctx, customerTimeline, arg.Skip, arg.Max, arg.UserID)
 	if err != nil {
@@ -279,6 +281,7 @@ func (q *Queries) CustomerTimeline(ctx context.Context, arg CustomerTimelinePara
 			&i.ProviderEventID,
 			&i.EventType,
 			&i.ReceivedAt,
+			&i.ProcessedAt,
 			&i.Outcome,
 			&i.ProcessingError,
 			&i.SubscriptionID,

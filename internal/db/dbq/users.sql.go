@@ -44,62 +44,6 @@ func (q *Queries) UserCustomers(ctx context.Context, userID string) ([]UserCusto
 	return items, nil
 }
 
-const userRecentEvents = `-- name: UserRecentEvents :many
-select e.provider, e.provider_event_id, e.event_type, e.received_at, e.processed_at, e.processing_error
-from provider_events e
-where CAST(e.payload AS text) like '%' || $1 || '%'
-   or exists (
-       select 1
-       from provider_subscriptions ps
-       join subscriptions s on s.provider_subscription_id = ps.id
-       join billing_customers c on c.id = s.billing_customer_id
-       where c.user_id = $1 and ps.provider = e.provider
-         and CAST(e.payload AS text) like '%' || ps.provider_subscription_id || '%')
-order by e.received_at desc, e.provider_event_id desc
-limit 10
-`
-
-type UserRecentEventsRow struct {
-	Provider        string
-	ProviderEventID string
-	EventType       string
-	ReceivedAt      time.Time
-	ProcessedAt     sql.NullTime
-	ProcessingError sql.NullString
-}
-
-// The newest events that name the user or one of their provider subscriptions: a text
-// search of the payloads, fine for an operator's command, too slow for a request path.
-func (q *Queries) UserRecentEvents(ctx context.Context, userID sql.NullString) ([]UserRecentEventsRow, error) {
-	rows, err := q.db.QueryContext(ctx, userRecentEvents, userID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []UserRecentEventsRow
-	for rows.Next() {
-		var i UserRecentEventsRow
-		if err := rows.Scan(
-			&i.Provider,
-			&i.ProviderEventID,
-			&i.EventType,
-			&i.ReceivedAt,
-			&i.ProcessedAt,
-			&i.ProcessingError,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const userSubscriptions = `-- name: UserSubscriptions :many
 select ps.provider, ps.provider_subscription_id, s.status, s.current_period_end, p.key as plan_key,
        ps.last_event_id, ps.last_event_type, ps.last_event_at

@@ -86,18 +86,19 @@ order by s.updated_at desc, s.id desc;
 -- name: CustomerTimeline :many
 -- The events that name the user (resolved to them, or unresolved with their customer
 -- resolved), those that moved a subscription away from them, and those that name nobody
--- but one of the user's subscriptions, newest first: three index lookups.
-select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
+-- but one of the user's subscriptions, newest first: three index lookups. The console's
+-- timeline and "users show" both list these.
+select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.processed_at, e.outcome, e.processing_error, e.subscription_id,
        e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
 from provider_events e
 where e.user_id = sqlc.arg(user_id)
 union
-select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
+select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.processed_at, e.outcome, e.processing_error, e.subscription_id,
        e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
 from provider_events e
 where e.moved_from_user_id = sqlc.arg(user_id)
 union
-select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.outcome, e.processing_error, e.subscription_id,
+select e.id, e.provider, e.provider_event_id, e.event_type, e.received_at, e.processed_at, e.outcome, e.processing_error, e.subscription_id,
        e.plan_before, e.status_before, e.period_end_before, e.plan_after, e.status_after, e.period_end_after
 from provider_events e
 join provider_subscriptions ps on ps.provider_subscription_id = e.subscription_id and ps.provider = e.provider
