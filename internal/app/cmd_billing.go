@@ -162,11 +162,5 @@ func printBackfillSummary(w io.Writer, provider string, sum pipeline.BackfillSum
 
 // listing are the stores whose API lists their subscriptions.
 func listing(list stores.List) []string {
-	var names []string
-	for _, s := range list {
-		if s.API != nil && s.API.Lists {
-			names = append(names, s.Name)
-		}
-	}
-	return names
+	return list.NamesWhere(func(s stores.Store) bool { return s.API != nil && s.API.Lists })
 }

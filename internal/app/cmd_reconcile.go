@@ -112,13 +112,7 @@ func reconcileProviders(e env, named string) ([]string, error) {
 
 // reconcilable are the stores whose API tollgate reads.
 func reconcilable(list stores.List) []string {
-	var names []string
-	for _, s := range list {
-		if s.API != nil {
-			names = append(names, s.Name)
-		}
-	}
-	return names
+	return list.NamesWhere(func(s stores.Store) bool { return s.API != nil })
 }
 
 // passDone prints a pass's summary line, records the pass in the audit log (a dry run

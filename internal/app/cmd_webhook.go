@@ -128,13 +128,7 @@ func storeOf(e env, provider string) stores.Store {
 
 // sendable are the stores whose test events the command sends.
 func sendable(list stores.List) []string {
-	var names []string
-	for _, s := range list {
-		if s.TestEvents != nil {
-			names = append(names, s.Name)
-		}
-	}
-	return names
+	return list.NamesWhere(func(s stores.Store) bool { return s.TestEvents != nil })
 }
 
 // notHeard is what to add to a refusal of a store's event that means the server does not

@@ -142,10 +142,15 @@ type List []Store
 func All() List { return List{web, mobile, appStore, playStore, paddleStore} }
 
 // Names are every store's name, for the flags that take one.
-func (l List) Names() []string {
+func (l List) Names() []string { return l.NamesWhere(func(Store) bool { return true }) }
+
+// NamesWhere are the names of the stores keep says yes to, in the list's order.
+func (l List) NamesWhere(keep func(Store) bool) []string {
 	var names []string
 	for _, s := range l {
-		names = append(names, s.Name)
+		if keep(s) {
+			names = append(names, s.Name)
+		}
 	}
 	return names
 }
@@ -167,26 +172,10 @@ func (l List) SoldInApp(provider string) bool {
 }
 
 // SoldOnWeb are the names of the stores that sell on the web (not in the app).
-func (l List) SoldOnWeb() []string {
-	var names []string
-	for _, s := range l {
-		if !s.InApp {
-			names = append(names, s.Name)
-		}
-	}
-	return names
-}
+func (l List) SoldOnWeb() []string { return l.NamesWhere(func(s Store) bool { return !s.InApp }) }
 
 // Claiming are the names of the stores whose purchases apps report.
-func (l List) Claiming() []string {
-	var names []string
-	for _, s := range l {
-		if s.Claims {
-			names = append(names, s.Name)
-		}
-	}
-	return names
-}
+func (l List) Claiming() []string { return l.NamesWhere(func(s Store) bool { return s.Claims }) }
 
 // Dashboard is the page of a subscription in its store's dashboard, or "".
 func (l List) Dashboard(provider, subscriptionID string) string {

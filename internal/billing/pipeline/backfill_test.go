@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate/tollgate/internal/billing/stripe/stripemock"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 // backfillNow is when the test backfills read their pages: inside the fixtures' period.
@@ -175,7 +176,7 @@ func backfill(ctx context.Context, h *billingtest.Harness, api *stripe.Client, o
 		page, err := api.Subscriptions(ctx, q)
 		return pipeline.Page{Subscriptions: page.Subscriptions, LastID: page.LastID, HasMore: page.HasMore}, err
 	}
-	popts := pipeline.BackfillOptions{Scope: query.Scope(), DryRun: opts.DryRun, Restart: opts.Restart}
+	popts := pipeline.BackfillOptions{Scope: stores.ListQuery{CreatedSince: opts.Since, Customer: opts.Customer}.Scope(), DryRun: opts.DryRun, Restart: opts.Restart}
 	sum, err := h.Svc.Backfill(ctx, billing.ProviderWeb, read, popts, func(c pipeline.BackfillChange) { run.changes = append(run.changes, c) }, func(s pipeline.BackfillSummary) {
 		if onPage != nil {
 			onPage(s)

@@ -76,19 +76,6 @@ type SubscriptionQuery struct {
 	Limit         int       // per page, 1..100; zero is 100
 }
 
-// Scope names the set of subscriptions a query covers, whatever page it is on, so that
-// only the same command resumes an interrupted backfill.
-func (q SubscriptionQuery) Scope() string {
-	var parts []string
-	if !q.CreatedSince.IsZero() {
-		parts = append(parts, "since="+q.CreatedSince.UTC().Format(time.RFC3339))
-	}
-	if q.Customer != "" {
-		parts = append(parts, "customer="+q.Customer)
-	}
-	return strings.Join(parts, " ")
-}
-
 // SubscriptionPage is one page of subscription objects exactly as the API sent them, so
 // that they go through the same decoding as webhook payloads in either API shape.
 type SubscriptionPage struct {
