@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -48,9 +47,7 @@ func TestTheAccessTokenHookThroughServe(t *testing.T) {
 	secret, rotated := []byte("hook-secret-0123456789abcdef"), []byte("hook-secret-rotated-0123456789")
 	env := testEnv(t, map[string]string{"DATABASE_URL": proxied, "AUTH_URL": identitytest.New(t).URL,
 		"AUTH_HOOK_SECRET": "v1,whsec_" + base64.StdEncoding.EncodeToString(rotated) + "|v1,whsec_" + base64.StdEncoding.EncodeToString(secret)})
-	if code, _, errOut := runCmd(context.Background(), env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	startServe(t, env)
 	user := "6f1e2d3c-0000-4000-8000-00000000000a"
 	subscribe(t, env, user, "sub_hook_pro", time.Now().Add(30*24*time.Hour))

@@ -25,9 +25,7 @@ func TestAWebhookToOneInstanceChangesMeOnTheOther(t *testing.T) {
 	dbURL := dbtest.PostgresURL(t)
 	one := testEnv(t, map[string]string{"AUTH_URL": fake.URL, "DATABASE_URL": dbURL})
 	other := testEnv(t, map[string]string{"AUTH_URL": fake.URL, "DATABASE_URL": dbURL})
-	if code, _, errOut := runCmd(context.Background(), one, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, one)
 	startServe(t, one)
 	startServe(t, other)
 	user := fake.AddUser("both@example.test", "password1")
@@ -102,6 +100,7 @@ func TestAnotherProcessWritesReachServeOnSQLite(t *testing.T) {
 			t.Fatalf("tollgate %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+	command("migrate")
 	command("plans", "sync")
 	startServe(t, env)
 	user := fake.AddUser("other-process@example.test", "password1")

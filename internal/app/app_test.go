@@ -57,6 +57,17 @@ func billingOnlyProduction(extra map[string]string) map[string]string {
 	return m
 }
 
+// migrateAndSyncPlans is a release's first two steps on env's database: migrate, then plans
+// sync (the only commands besides serve that a fresh database accepts is migrate).
+func migrateAndSyncPlans(t *testing.T, env map[string]string) {
+	t.Helper()
+	for _, args := range [][]string{{"migrate"}, {"plans", "sync"}} {
+		if code, _, errOut := runCmd(context.Background(), env, args...); code != 0 {
+			t.Fatalf("%s: %s", strings.Join(args, " "), errOut)
+		}
+	}
+}
+
 func runCmd(ctx context.Context, envVars map[string]string, args ...string) (int, string, string) {
 	var stdout, stderr logcapture.Buffer
 	code := Run(ctx, args, func(k string) string { return envVars[k] }, &stdout, &stderr)
@@ -179,12 +190,7 @@ func startServeWith(t *testing.T, vars map[string]string, list stores.List) (sto
 func TestServeEndToEnd(t *testing.T) {
 	env := testEnv(t, nil)
 	ctx := context.Background()
-	if code, _, errOut := runCmd(ctx, env, "migrate"); code != 0 {
-		t.Fatal(errOut)
-	}
-	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
-		t.Fatal(errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	stop := startServe(t, env)
 	base := env["PUBLIC_URL"]
 

@@ -23,7 +23,7 @@ func cmdAuditList(fs *flag.FlagSet) command {
 			if err != nil {
 				return fmt.Errorf("--since: %v", err)
 			}
-			d, err := openDB(ctx, e, false)
+			d, err := openDB(ctx, e)
 			if err != nil {
 				return err
 			}

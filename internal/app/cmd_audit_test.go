@@ -17,6 +17,7 @@ func TestEveryActionByHandIsAudited(t *testing.T) {
 	ctx := context.Background()
 	notify(t, s, "audit-1", "SUBSCRIBED", time.Minute)
 	for _, args := range [][]string{
+		{"migrate"},
 		{"plans", "sync"},
 		{"keys", "create", "--name", "audit-backend"},
 		{"keys", "revoke", "audit-backend"},

@@ -51,7 +51,7 @@ where it stopped when the same command is run again.`,
 			if store, _ := e.stores.ByName(provider); !store.API.On(e.cfg) {
 				return errors.New(store.API.Needs)
 			}
-			d, err := openDB(ctx, e, e.cfg.AutoMigrate)
+			d, err := openDB(ctx, e)
 			if err != nil {
 				return err
 			}

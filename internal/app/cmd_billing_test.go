@@ -19,9 +19,7 @@ import (
 func TestBillingBackfillAgainstStripeMock(t *testing.T) {
 	env := testEnv(t, map[string]string{"WEB_API_KEY": "sk_test_123", "WEB_API_BASE": stripemock.Start(t)})
 	ctx := context.Background()
-	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	// stripe-mock's one fixture subscription names a customer and price nobody maps.
 	code, out, errOut := runCmd(ctx, env, "billing", "backfill", "web", "--dry-run", "--since", "2026-01-31", "--customer", "cus_123")
 	if code != 0 || !strings.Contains(out, "  unresolved: unresolved web customer customer_id=cus_") ||
@@ -90,9 +88,7 @@ func TestBillingBackfillStopsOnSIGINTAndResumes(t *testing.T) {
 	}))
 	defer srv.Close()
 	env := testEnv(t, map[string]string{"WEB_API_KEY": "sk_test_sigint", "WEB_API_BASE": srv.URL})
-	if code, _, errOut := runCmd(context.Background(), env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	backfill := func() (*exec.Cmd, *logcapture.Buffer, *logcapture.Buffer) {
 		cmd := exec.Command(bin, "billing", "backfill", "web")
 		for k, v := range env {

@@ -33,7 +33,7 @@ func cmdDeliveriesList(fs *flag.FlagSet) command {
 			if failed {
 				filter.Status = outbound.Failed
 			}
-			d, err := openDB(ctx, e, false)
+			d, err := openDB(ctx, e)
 			if err != nil {
 				return err
 			}
@@ -99,7 +99,7 @@ func cmdDeliveriesRetry(fs *flag.FlagSet) command {
 			if !failed {
 				id, _ = strconv.ParseInt(e.args[0], 10, 64) // checked
 			}
-			d, err := openDB(ctx, e, false)
+			d, err := openDB(ctx, e)
 			if err != nil {
 				return err
 			}

@@ -26,7 +26,7 @@ func cmdDevToken(fs *flag.FlagSet) command {
 			if !e.cfg.DevIdentity {
 				return errors.New("dev token needs the development identity service: APP_ENV=development with AUTH_URL unset (with AUTH_URL set, sign in through that identity service)")
 			}
-			d, err := openDB(ctx, e, e.cfg.AutoMigrate)
+			d, err := openDB(ctx, e)
 			if err != nil {
 				return err
 			}

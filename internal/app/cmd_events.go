@@ -38,7 +38,7 @@ func cmdEventsReplay(fs *flag.FlagSet) command {
 			return nil
 		},
 		run: func(ctx context.Context, e env) error {
-			return withBilling(ctx, e, e.cfg.AutoMigrate, func(d *db.DB, b *billingParts) error {
+			return withBilling(ctx, e, func(d *db.DB, b *billingParts) error {
 				var last dbq.EventUserParams
 				n, err := b.pipeline.Replay(ctx, filter, func(provider, eventID, outcome string) {
 					fmt.Fprintf(e.stdout, "%s %s: %s\n", provider, eventID, outcome)

@@ -111,7 +111,7 @@ func grantLine(g billing.Grant, now time.Time) string {
 // withGrants runs fn over the grants of DATABASE_URL (withBilling), explaining billing's
 // refusals.
 func withGrants(ctx context.Context, e env, fn func(g *grants.Grants) error) error {
-	return explained(withBilling(ctx, e, e.cfg.AutoMigrate, func(_ *db.DB, b *billingParts) error { return fn(b.grants) }))
+	return explained(withBilling(ctx, e, func(_ *db.DB, b *billingParts) error { return fn(b.grants) }))
 }
 
 // explained is err with what billing's answer says to do about it, for a person.

@@ -13,9 +13,7 @@ func TestGrantsCommands(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t, map[string]string{"USER": "bob"})
 	ctx := context.Background()
-	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	const user = "00000000-0000-4000-8000-00000000d001"
 	for _, c := range []struct {
 		args []string

@@ -17,7 +17,7 @@ func cmdKeysCreate(fs *flag.FlagSet) command {
 		required: []string{"name"},
 		help:     "Makes a service key for a trusted backend and prints it. It is shown this once: only its\nSHA-256 is stored. Send it as Authorization: Bearer tgk_… to /api/v1/users/{user_id}/….",
 		run: func(ctx context.Context, e env) error {
-			return withKeys(ctx, e, e.cfg.AutoMigrate, func(keys *servicekeys.Keys, d *db.DB) error {
+			return withKeys(ctx, e, func(keys *servicekeys.Keys, d *db.DB) error {
 				key, err := keys.Create(ctx, name)
 				recordByHand(ctx, e, d, "keys create", name, "", outcome(err, "created"))
 				if err == nil {
@@ -35,7 +35,7 @@ func cmdKeysList(*flag.FlagSet) command {
 	return command{
 		help: "Lists the service keys: name, the key's first characters, when made and last used.",
 		run: func(ctx context.Context, e env) error {
-			return withKeys(ctx, e, false, func(keys *servicekeys.Keys, _ *db.DB) error {
+			return withKeys(ctx, e, func(keys *servicekeys.Keys, _ *db.DB) error {
 				list, err := keys.List(ctx)
 				if err != nil {
 					return err
@@ -59,7 +59,7 @@ func cmdKeysRevoke(*flag.FlagSet) command {
 		args: "NAME",
 		help: "Revokes the service key NAME: it is refused (401) from the next request on.",
 		run: func(ctx context.Context, e env) error {
-			return withKeys(ctx, e, e.cfg.AutoMigrate, func(keys *servicekeys.Keys, d *db.DB) error {
+			return withKeys(ctx, e, func(keys *servicekeys.Keys, d *db.DB) error {
 				err := keys.Revoke(ctx, e.args[0])
 				recordByHand(ctx, e, d, "keys revoke", e.args[0], "", outcome(err, "revoked"))
 				if err != nil {
@@ -74,8 +74,8 @@ func cmdKeysRevoke(*flag.FlagSet) command {
 
 // withKeys runs fn over the service keys of DATABASE_URL (and the database, for the audit
 // log), migrating it first if asked.
-func withKeys(ctx context.Context, e env, migrate bool, fn func(keys *servicekeys.Keys, d *db.DB) error) error {
-	d, err := openDB(ctx, e, migrate)
+func withKeys(ctx context.Context, e env, fn func(keys *servicekeys.Keys, d *db.DB) error) error {
+	d, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ func cmdMigrate(*flag.FlagSet) command {
 	return command{
 		help: "Applies pending database migrations (DATABASE_URL) and exits.",
 		run: func(ctx context.Context, e env) error {
-			d, err := openDB(ctx, e, true)
+			d, err := openMigrating(ctx, e, true)
 			if err != nil {
 				return err
 			}

@@ -17,7 +17,7 @@ func cmdPlansSync(*flag.FlagSet) command {
 			if err != nil {
 				return err
 			}
-			return withBilling(ctx, e, e.cfg.AutoMigrate, func(d *db.DB, b *billingParts) error {
+			return withBilling(ctx, e, func(d *db.DB, b *billingParts) error {
 				changes, err := b.syncPlans(ctx, d, list)
 				if err != nil {
 					recordByHand(ctx, e, d, "plans sync", e.cfg.PlansFile, "", "failed: "+err.Error())

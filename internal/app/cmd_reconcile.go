@@ -63,7 +63,7 @@ where it stopped.`,
 					return fmt.Errorf("--since: %v", err)
 				}
 			}
-			return withBilling(ctx, e, e.cfg.AutoMigrate, func(d *db.DB, b *billingParts) error {
+			return withBilling(ctx, e, func(d *db.DB, b *billingParts) error {
 				syncs, err := storeSyncs(d, e, b, nil)
 				if err != nil {
 					return err
@@ -184,7 +184,7 @@ the key). A pass whose process died shows as interrupted once its lease has run 
 Then each store history: up to when tollgate holds every notification, and from when
 its latest read read, and why when that is later than it wanted.`,
 		run: func(ctx context.Context, e env) error {
-			d, err := openDB(ctx, e, false)
+			d, err := openDB(ctx, e)
 			if err != nil {
 				return err
 			}

@@ -28,9 +28,7 @@ func TestReconcileCommands(t *testing.T) {
 	}))
 	defer api.Close()
 	env := testEnv(t, map[string]string{"WEB_API_KEY": "sk_test_reconcile", "WEB_API_BASE": api.URL})
-	if code, _, errOut := runCmd(context.Background(), env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	for _, step := range []struct {
 		args []string
 		want string
@@ -64,6 +62,9 @@ func TestReconcileInterruptedExitsNonZero(t *testing.T) {
 	}))
 	defer api.Close()
 	env := testEnv(t, map[string]string{"WEB_API_KEY": "sk_test_reconcile", "WEB_API_BASE": api.URL})
+	if code, _, errOut := runCmd(ctx, env, "migrate"); code != 0 {
+		t.Fatalf("migrate: %s", errOut)
+	}
 	code, _, errOut := runCmd(ctx, env, "reconcile")
 	if code == 0 || !strings.Contains(errOut, "interrupted") {
 		t.Fatalf("an interrupted pass: exit %d, %q", code, errOut)

@@ -27,7 +27,7 @@ func cmdEventsPrune(fs *flag.FlagSet) command {
 			if r.Window == 0 {
 				return errors.New("EVENT_RETENTION: is not set, so every event is kept; set it (180d or more, such as 400d) to remove older ones")
 			}
-			d, err := openDB(ctx, e, e.cfg.AutoMigrate && !*dryRun)
+			d, err := openDB(ctx, e)
 			if err != nil {
 				return err
 			}
@@ -64,7 +64,7 @@ func cmdEventsExport(fs *flag.FlagSet) command {
 			if err != nil {
 				return fmt.Errorf("--before: want a date (2026-01-31) or an RFC 3339 time, got %q", *before)
 			}
-			d, err := openDB(ctx, e, false)
+			d, err := openDB(ctx, e)
 			if err != nil {
 				return err
 			}

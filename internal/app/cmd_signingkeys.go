@@ -23,7 +23,7 @@ func cmdSigningKeysList(*flag.FlagSet) command {
 			"from the time shown; signing; retired), until when a retired key stays published for the\n" +
 			"tokens it signed, and the public key (JWK). Private keys are never shown.\n\n" + signingKeysNote,
 		run: func(ctx context.Context, e env) error {
-			return withSigningKeys(ctx, e, false, func(keys *signingkeys.Keys, _ *db.DB) error {
+			return withSigningKeys(ctx, e, func(keys *signingkeys.Keys, _ *db.DB) error {
 				list, err := keys.List(ctx)
 				if err != nil {
 					return err
@@ -71,7 +71,7 @@ func cmdSigningKeysRotate(fs *flag.FlagSet) command {
 			"kid; --now signs with it at once. The key it replaces stays published until the last\n"+
 			"token it signed expires. Recorded in the audit log.\n\n%s", signingkeys.MaxAge, signingKeysNote),
 		run: func(ctx context.Context, e env) error {
-			return withSigningKeys(ctx, e, e.cfg.AutoMigrate, func(keys *signingkeys.Keys, d *db.DB) error {
+			return withSigningKeys(ctx, e, func(keys *signingkeys.Keys, d *db.DB) error {
 				k, err := keys.Rotate(ctx, now)
 				recordByHand(ctx, e, d, "signing-keys rotate", k.KID, "", outcome(err, "added, signing from "+stamp(k.SignsFrom)))
 				if err != nil {
@@ -92,7 +92,7 @@ func cmdSigningKeysRetire(*flag.FlagSet) command {
 			"set's max-age later; at once for one meeting an unknown kid). If it was signing, the next\n" +
 			"token is signed by a new key. Recorded in the audit log.\n\n" + signingKeysNote,
 		run: func(ctx context.Context, e env) error {
-			return withSigningKeys(ctx, e, e.cfg.AutoMigrate, func(keys *signingkeys.Keys, d *db.DB) error {
+			return withSigningKeys(ctx, e, func(keys *signingkeys.Keys, d *db.DB) error {
 				_, err := keys.Retire(ctx, e.args[0])
 				recordByHand(ctx, e, d, "signing-keys retire", e.args[0], "", outcome(err, "retired"))
 				if err != nil {
@@ -107,8 +107,8 @@ func cmdSigningKeysRetire(*flag.FlagSet) command {
 
 // withSigningKeys runs fn over the signing keys of DATABASE_URL (and the database, for
 // the audit log), migrating it first if asked.
-func withSigningKeys(ctx context.Context, e env, migrate bool, fn func(keys *signingkeys.Keys, d *db.DB) error) error {
-	d, err := openDB(ctx, e, migrate)
+func withSigningKeys(ctx context.Context, e env, fn func(keys *signingkeys.Keys, d *db.DB) error) error {
+	d, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}

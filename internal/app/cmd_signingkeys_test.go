@@ -26,9 +26,7 @@ func TestSigningKeysAcrossInstances(t *testing.T) {
 	one := testEnv(t, map[string]string{"AUTH_URL": fake.URL, "DATABASE_URL": dbURL})
 	other := testEnv(t, map[string]string{"AUTH_URL": fake.URL, "DATABASE_URL": dbURL})
 	ctx := context.Background()
-	if code, _, errOut := runCmd(ctx, one, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, one)
 	_, logs := startServeLogs(t, one)
 	startServe(t, other)
 	fake.AddUser("keys@example.test", "password1")

@@ -171,7 +171,7 @@ func describeOutcome(ctx context.Context, e env, h http.Header) error {
 	if outcome != billing.OutcomeApplied || userID == "" {
 		return nil
 	}
-	d, err := openDB(ctx, e, false)
+	d, err := openDB(ctx, e)
 	if err != nil {
 		fmt.Fprintf(e.stdout, "user %s (the database is not readable here: %v)\n", userID, err)
 		return nil

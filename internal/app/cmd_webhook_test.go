@@ -18,9 +18,7 @@ import (
 func TestWebhookSendSaysWhatHappened(t *testing.T) {
 	ctx := context.Background()
 	env := testEnv(t, nil)
-	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	startServe(t, env)
 	const (
 		webFile    = "../billing/testdata/web/customer.subscription.updated.json"
@@ -68,9 +66,7 @@ func TestWebhookSendForAUserOnTheDevelopmentPort(t *testing.T) {
 	env["PORT"] = env["ADDR"][strings.LastIndex(env["ADDR"], ":")+1:]
 	delete(env, "ADDR")
 	delete(env, "PUBLIC_URL")
-	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	startServe(t, map[string]string{"ADDR": "127.0.0.1:" + env["PORT"], "APP_ENV": "development", "DATABASE_URL": env["DATABASE_URL"],
 		"WEB_WEBHOOK_SECRET": webSecret, "MOBILE_WEBHOOK_SECRET": mobileSecret, "PLANS_FILE": env["PLANS_FILE"]})
 	const someone = "0b4f2f0e-6d43-4c55-9a41-3c1d2e7f8a90"
@@ -119,9 +115,7 @@ func TestWebhookSendAppStore(t *testing.T) {
 	env := testEnv(t, map[string]string{
 		"APPSTORE_BUNDLE_ID": "com.example.app", "APPSTORE_ROOT_CERTS": appstoredev.RootPath(chainPath), "APPSTORE_TEST_CHAIN": chainPath,
 	})
-	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	startServe(t, env)
 	const file = "../billing/testdata/appstore/subscribed.json"
 	code, out, errOut := runCmd(ctx, env, "webhook", "send", "--provider", "appstore", "--file", file, "--now")

@@ -15,10 +15,16 @@ import (
 	"github.com/tollgate/tollgate/internal/stores"
 )
 
-// openDB opens DATABASE_URL and, when asked, migrates it. Not asked, it refuses a database
-// that lacks migrations (db.ErrNotMigrated, saying where the database is) rather than fail
-// on a missing table, and never creates a SQLite file.
-func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
+// openDB opens DATABASE_URL for a command that uses the schema but never changes it: it
+// refuses a database that lacks migrations (db.ErrNotMigrated, saying where the database
+// is) rather than fail on a missing table or migrate whatever a mistyped URL names, and
+// never creates a SQLite file. Only migrate and serve change a schema (openMigrating).
+func openDB(ctx context.Context, e env) (*db.DB, error) { return openMigrating(ctx, e, false) }
+
+// openMigrating opens DATABASE_URL and, when migrate, applies the pending migrations,
+// creating a SQLite file that is not there yet. Whichever, a database migrated by a newer
+// tollgate is refused: this build cannot know what its tables mean now.
+func openMigrating(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 	where := e.cfg.DatabaseURL
 	if path := db.SQLitePath(e.cfg.DatabaseURL); path != "" {
 		where = "sqlite:" + path
@@ -44,6 +50,9 @@ func openDB(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 	}
 	fail := func(err error) (*db.DB, error) {
 		d.Close()
+		if newer := (*db.NewerSchema)(nil); errors.As(err, &newer) {
+			err = fmt.Errorf("%w (%s; this binary is %s)", err, where, version())
+		}
 		return nil, err
 	}
 	if !migrate {
@@ -102,14 +111,14 @@ func withUser(ctx context.Context, e env, fn func(userID string, b *billingParts
 	if _, err := uuid.Parse(userID); err != nil {
 		return fmt.Errorf("USER_ID: want the identity user's UUID, got %q", userID)
 	}
-	return withBilling(ctx, e, false, func(_ *db.DB, b *billingParts) error { return fn(userID, b) })
+	return withBilling(ctx, e, func(_ *db.DB, b *billingParts) error { return fn(userID, b) })
 }
 
-// withBilling runs fn over the database of DATABASE_URL (migrated first if migrate) and
+// withBilling runs fn over the database of DATABASE_URL (migrated already, see openDB) and
 // billing wired on it as serve wires it, so that what a command writes goes the path a
 // webhook's does: ordered, its change recorded for the outbound webhooks.
-func withBilling(ctx context.Context, e env, migrate bool, fn func(d *db.DB, b *billingParts) error) error {
-	d, err := openDB(ctx, e, migrate)
+func withBilling(ctx context.Context, e env, fn func(d *db.DB, b *billingParts) error) error {
+	d, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}

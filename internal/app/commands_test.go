@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,14 +48,29 @@ func TestCommandLinesThatCannotRunAreUsageErrors(t *testing.T) {
 	}
 }
 
-// TestReadingCommandsNeverMigrate: commands that only read refuse a database that is not
-// migrated, saying where it is, exit 1, with no SQL error, and create no SQLite file; a
-// database migrated in part says how much is missing.
-func TestReadingCommandsNeverMigrate(t *testing.T) {
+// TestOnlyMigrateAndServeChangeASchema: every other command, reading or writing, refuses a
+// database that is not migrated, saying where it is, exit 1, with no SQL error, whatever
+// AUTO_MIGRATE says: it creates no SQLite file and no table in an empty Postgres database
+// (a mistyped DATABASE_URL in a release job must not migrate a server's default
+// database). A database migrated in part says how much is missing.
+func TestOnlyMigrateAndServeChangeASchema(t *testing.T) {
 	const user = "5a4c8162-3b1e-4f7a-9d2c-8e6f0a1b2c3d"
-	reading := [][]string{
+	commands := [][]string{
 		{"users", "show", user}, {"entitlements", "check", user, "exports"},
 		{"keys", "list"}, {"deliveries", "list"}, {"deliveries", "retry", "--failed"},
+		{"plans", "sync"}, {"grants", "list"}, {"dev", "token", "--email", "a@example.com"},
+		{"events", "replay", "--unprocessed"}, {"keys", "create", "--name", "x"},
+		{"signing-keys", "rotate"}, {"audit", "list"},
+	}
+	refuses := func(t *testing.T, databaseURL, where string) {
+		env := testEnv(t, map[string]string{"APP_ENV": "development", "DATABASE_URL": databaseURL, "AUTO_MIGRATE": "true"})
+		for _, args := range commands {
+			code, _, errOut := runCmd(context.Background(), env, args...)
+			want := "tollgate: database not migrated (" + where + "): run tollgate migrate"
+			if code != 1 || !strings.HasPrefix(errOut, want) || strings.Contains(errOut, "no such table") {
+				t.Errorf("%s: exit %d %q, want exit 1 and %q", strings.Join(args, " "), code, errOut, want)
+			}
+		}
 	}
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.db")
@@ -63,17 +79,10 @@ func TestReadingCommandsNeverMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{missing, empty} {
-		env := testEnv(t, map[string]string{"DATABASE_URL": "sqlite:" + path})
-		for _, args := range reading {
-			code, _, errOut := runCmd(context.Background(), env, args...)
-			want := "tollgate: database not migrated (sqlite:" + path + "): run tollgate migrate"
-			if code != 1 || !strings.HasPrefix(errOut, want) || strings.Contains(errOut, "no such table") {
-				t.Errorf("%s on %s: exit %d %q, want exit 1 and %q", strings.Join(args, " "), filepath.Base(path), code, errOut, want)
-			}
-		}
+		refuses(t, "sqlite:"+path, "sqlite:"+path)
 	}
 	if _, err := os.Stat(missing); err == nil {
-		t.Error("a reading command created the SQLite file")
+		t.Error("a command other than migrate created the SQLite file")
 	}
 	opened, err := db.Open(context.Background(), "sqlite:"+empty, 0)
 	if err != nil {
@@ -81,8 +90,23 @@ func TestReadingCommandsNeverMigrate(t *testing.T) {
 	}
 	defer opened.Close()
 	if err := opened.CheckMigrated(context.Background()); err != db.ErrNotMigrated {
-		t.Errorf("a reading command migrated the empty database: %v", err)
+		t.Errorf("a command other than migrate migrated the empty database: %v", err)
 	}
+
+	t.Run("postgres", func(t *testing.T) {
+		url := dbtest.PostgresURL(t)
+		u, _ := neturl.Parse(url)
+		refuses(t, url, "postgres:"+u.Host+u.Path)
+		empty, err := db.Open(context.Background(), url, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer empty.Close()
+		var tables int
+		if err := empty.QueryRow("select count(*) from information_schema.tables where table_schema = current_schema()").Scan(&tables); err != nil || tables != 0 {
+			t.Errorf("the empty Postgres schema holds %d tables (%v), want none", tables, err)
+		}
+	})
 
 	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
 		if err := d.CheckMigrated(context.Background()); err != nil {

@@ -116,9 +116,7 @@ func TestEntitlementTokens(t *testing.T) {
 	fake := identitytest.New(t)
 	env := testEnv(t, map[string]string{"AUTH_URL": fake.URL, "ENTITLEMENT_TOKEN_TTL": "10s"})
 	ctx := context.Background()
-	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	code, key, errOut := runCmd(ctx, env, "keys", "create", "--name", "backend")
 	if code != 0 {
 		t.Fatalf("keys create: %s", errOut)

@@ -39,9 +39,7 @@ func TestAGrantEndsByItselfOnEveryInstance(t *testing.T) {
 				t.Fatal("the instances do not share a database")
 			}
 			ctx := context.Background()
-			if code, _, errOut := runCmd(ctx, envs[0], "plans", "sync"); code != 0 {
-				t.Fatalf("plans sync: %s", errOut)
-			}
+			migrateAndSyncPlans(t, envs[0])
 			code, key, errOut := runCmd(ctx, envs[0], "keys", "create", "--name", "support")
 			if code != 0 {
 				t.Fatalf("keys create: %s", errOut)

@@ -22,9 +22,7 @@ func TestLifecycleFixturesMoveThePlan(t *testing.T) {
 	ctx := context.Background()
 	chain := filepath.Join(t.TempDir(), "chain.pem")
 	env := testEnv(t, map[string]string{"APP_ENV": "development", "APPSTORE_TEST_CHAIN": chain, "PADDLE_WEBHOOK_SECRET": "pdl_ntfset_lifecycle"})
-	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	// A server that does not hear the App Store: the first send makes the local chain and
 	// names both settings the server needs.
 	stop := startServe(t, env)

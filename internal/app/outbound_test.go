@@ -45,9 +45,7 @@ func TestOutboundWebhooksSurviveSIGKILL(t *testing.T) {
 			if engine == "postgres" {
 				env["DATABASE_URL"] = dbtest.PostgresURL(t)
 			}
-			if code, _, errOut := runCmd(context.Background(), env, "plans", "sync"); code != 0 {
-				t.Fatalf("plans sync: %s", errOut)
-			}
+			migrateAndSyncPlans(t, env)
 			serve := func() *process {
 				p := startProcess(t, bin, env)
 				waitFor(t, func() bool { return healthcheckExit(t, bin, env["ADDR"]) == 0 })

@@ -28,9 +28,7 @@ func TestReconcilePaddleRepairsALostCancellation(t *testing.T) {
 	srv.Config.Handler = standIn.Handler()
 	env := testEnv(t, map[string]string{"PADDLE_WEBHOOK_SECRET": "pdl_ntfset_old,pdl_ntfset_new", "PADDLE_API_KEY": "pdl_sdbx_apikey_test",
 		"PADDLE_API_BASE": srv.URL})
-	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	_, logs := startServeLogs(t, env)
 	if !strings.Contains(logs(), `providers=web,mobile,paddle `) {
 		t.Errorf("the start-up line does not name paddle:\n%s", logs())

@@ -25,9 +25,7 @@ import (
 func TestOneBillingAnswerEverywhere(t *testing.T) {
 	fake := identitytest.New(t)
 	env := testEnv(t, map[string]string{"AUTH_URL": fake.URL})
-	if code, _, errOut := runCmd(context.Background(), env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	code, serviceKey, errOut := runCmd(context.Background(), env, "keys", "create", "--name", "parity")
 	if code != 0 {
 		t.Fatalf("keys create: %s", errOut)
@@ -203,6 +201,9 @@ func editFixture(t *testing.T, path string, fn func(m map[string]any)) []byte {
 func TestKeysCommands(t *testing.T) {
 	env := testEnv(t, nil)
 	ctx := context.Background()
+	if code, _, errOut := runCmd(ctx, env, "migrate"); code != 0 {
+		t.Fatalf("migrate: %s", errOut)
+	}
 	code, key, errOut := runCmd(ctx, env, "keys", "create", "--name", "billing-backend")
 	key = strings.TrimSpace(key)
 	if code != 0 || !regexp.MustCompile(`^tgk_[A-Za-z0-9_-]{43}$`).MatchString(key) {

@@ -184,7 +184,7 @@ func start(ctx context.Context, e env) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w%s", err, devEnvMissing(e.devEnvLooked))
 	}
-	d, err := openDB(ctx, e, e.cfg.AutoMigrate)
+	d, err := openMigrating(ctx, e, e.cfg.AutoMigrate)
 	if err != nil {
 		return nil, err
 	}

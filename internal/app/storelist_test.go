@@ -74,9 +74,7 @@ func TestAStoreIsOneEntryInTheList(t *testing.T) {
 	list := append(stores.All(), acmeStore(api))
 	fake := identitytest.New(t)
 	env := testEnv(t, map[string]string{"AUTH_URL": fake.URL, "ADMIN_EMAILS": "ops@example.test"})
-	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	_, logs := startServeWith(t, env, list)
 	if !strings.Contains(logs(), `providers=web,mobile,acme `) {
 		t.Errorf("the start-up line does not name acme:\n%s", logs())

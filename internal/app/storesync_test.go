@@ -74,9 +74,7 @@ func notify(t *testing.T, s *appstoretest.API, id, typ string, ago time.Duration
 func TestReconcileAppStoreByHand(t *testing.T) {
 	env, s := appStoreAPIEnv(t)
 	ctx := context.Background()
-	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	notify(t, s, "hand-1", "SUBSCRIBED", 2*time.Minute)
 	notify(t, s, "hand-2", "DID_RENEW", time.Minute)
 	d := dbtest.Open(t, env["DATABASE_URL"])
@@ -120,9 +118,7 @@ func TestReconcileAppStoreByHand(t *testing.T) {
 // one delivered before is not applied again.
 func TestServeCatchesUpOnMissedAppStoreNotifications(t *testing.T) {
 	env, s := appStoreAPIEnv(t)
-	if code, _, errOut := runCmd(context.Background(), env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	bin := buildBinary(t)
 	first := startProcess(t, bin, env)
 	waitHealthy(t, bin, first)
@@ -210,9 +206,7 @@ func TestReconcilePlayStoreByHand(t *testing.T) {
 	env := testEnv(t, map[string]string{"PLAY_PACKAGE_NAME": "com.example.app", "PLAY_PUSH_AUDIENCE": audience,
 		"PLAY_PUSH_SERVICE_ACCOUNT": pusher, "PLAY_PUSH_JWKS_URL": g.JWKSURL(), "PLAY_SERVICE_ACCOUNT_JSON": key, "PLAY_API_BASE": g.URL + "/"})
 	ctx := context.Background()
-	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	now := time.Now()
 	purchase := billingtest.PlayOrder("SUBSCRIPTION_STATE_ACTIVE", historyUser, now.Add(30*24*time.Hour), "GPA.3300-0001")
 	purchase.LineItems[0].ProductId = "com.example.app.pro.monthly"
@@ -267,6 +261,9 @@ func TestReconcileAppStoreWithAWrongKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	notify(t, s, "wrong-key-1", "SUBSCRIBED", time.Minute)
+	if code, _, errOut := runCmd(context.Background(), env, "migrate"); code != 0 {
+		t.Fatalf("migrate: %s", errOut)
+	}
 	code, _, errOut := runCmd(context.Background(), env, "reconcile", "--provider", "appstore", "--since", "1h")
 	if code == 0 || !strings.Contains(errOut, "APPSTORE_PRIVATE_KEY_FILE") || strings.Contains(errOut, "PRIVATE KEY") {
 		t.Fatalf("a wrong key: %d %q", code, errOut)
@@ -290,9 +287,7 @@ func TestPlayPassStaysUnderGooglesLimit(t *testing.T) {
 	env := testEnv(t, map[string]string{"PLAY_PACKAGE_NAME": "com.example.app", "PLAY_PUSH_AUDIENCE": "a", "PLAY_PUSH_SERVICE_ACCOUNT": "s",
 		"PLAY_SERVICE_ACCOUNT_JSON": key, "PLAY_API_BASE": g.URL + "/", "RECONCILE_PACE": "100"})
 	ctx := context.Background()
-	if code, _, errOut := runCmd(ctx, env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	d := dbtest.Open(t, env["DATABASE_URL"])
 	const known = 61
 	for i := range known { // purchase tokens tollgate knows, as a store's push leaves them
@@ -322,9 +317,7 @@ func TestPlayPassStaysUnderGooglesLimit(t *testing.T) {
 func TestAKilledPassIsTakenUpByAnotherInstance(t *testing.T) {
 	t.Parallel() // its own processes and database; it mostly waits
 	env, s := appStoreAPIEnv(t)
-	if code, _, errOut := runCmd(context.Background(), env, "plans", "sync"); code != 0 {
-		t.Fatalf("plans sync: %s", errOut)
-	}
+	migrateAndSyncPlans(t, env)
 	bin := buildBinary(t)
 	seeding := startProcess(t, bin, env) // RECONCILE_INTERVAL unset: no pass yet
 	waitHealthy(t, bin, seeding)

@@ -108,9 +108,21 @@ func Open(ctx context.Context, databaseURL string, lockWait time.Duration) (*DB,
 	return d, nil
 }
 
-// Migrate applies every pending migration. On Postgres a session advisory lock serialises
+// Migrate applies every pending migration, and refuses a database migrated by a newer
+// build (*NewerSchema). On Postgres a session advisory lock serialises
 // instances that start at the same time.
 func (d *DB) Migrate(ctx context.Context) ([]string, error) {
+	known, err := d.knownVersions()
+	if err != nil {
+		return nil, err
+	}
+	done, err := d.appliedVersions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := newerSchema(done, known); err != nil {
+		return nil, err
+	}
 	dir, err := fs.Sub(migrations, "migrations/"+string(d.Engine))
 	if err != nil {
 		return nil, err
@@ -147,44 +159,91 @@ func (d *DB) Migrate(ctx context.Context) ([]string, error) {
 var ErrNotMigrated = errors.New("database not migrated")
 
 // CheckMigrated returns an error wrapping ErrNotMigrated, saying how many migrations are
-// missing, unless every embedded migration has been applied. It only reads.
+// missing, unless every embedded migration has been applied, and a *NewerSchema when the
+// database holds a migration this build lacks. It only reads.
 func (d *DB) CheckMigrated(ctx context.Context) error {
-	entries, err := fs.ReadDir(migrations, "migrations/"+string(d.Engine))
+	known, err := d.knownVersions()
 	if err != nil {
 		return err
 	}
-	applied := map[int64]bool{}
-	rows, err := d.QueryContext(ctx, "select version_id from goose_db_version where is_applied")
-	if err == nil {
-		defer rows.Close()
-		for rows.Next() {
-			var v int64
-			if err := rows.Scan(&v); err != nil {
-				return err
-			}
-			applied[v] = true
-		}
-		err = rows.Err()
+	applied, err := d.appliedVersions(ctx)
+	if err != nil {
+		return err
 	}
-	if err != nil && len(applied) == 0 {
-		// No version table at all: a new, empty database. A database that cannot be read
-		// fails here too, and then with its own error.
-		if pingErr := d.PingContext(ctx); pingErr != nil {
-			return pingErr
-		}
+	if err := newerSchema(applied, known); err != nil {
+		return err
 	}
 	missing := 0
-	for _, e := range entries {
-		var v int64
-		if _, scanErr := fmt.Sscanf(e.Name(), "%05d_", &v); scanErr == nil && !applied[v] {
+	for _, v := range known {
+		if !applied[v] {
 			missing++
 		}
 	}
 	switch {
-	case missing == len(entries):
+	case missing == len(known):
 		return ErrNotMigrated
 	case missing > 0:
-		return &MissingMigrations{Missing: missing, Of: len(entries)}
+		return &MissingMigrations{Missing: missing, Of: len(known)}
+	}
+	return nil
+}
+
+// knownVersions are the versions of the migrations embedded in this build, in order.
+func (d *DB) knownVersions() ([]int64, error) {
+	entries, err := fs.ReadDir(migrations, "migrations/"+string(d.Engine))
+	if err != nil {
+		return nil, err
+	}
+	var known []int64
+	for _, e := range entries {
+		var v int64
+		if _, scanErr := fmt.Sscanf(e.Name(), "%05d_", &v); scanErr == nil {
+			known = append(known, v)
+		}
+	}
+	return known, nil
+}
+
+// appliedVersions are the versions goose has recorded as applied: none in a new, empty
+// database (no version table). A database that cannot be read fails with its own error.
+func (d *DB) appliedVersions(ctx context.Context) (map[int64]bool, error) {
+	applied := map[int64]bool{}
+	rows, err := d.QueryContext(ctx, "select version_id from goose_db_version where is_applied")
+	if err != nil {
+		if pingErr := d.PingContext(ctx); pingErr != nil {
+			return nil, pingErr
+		}
+		return applied, nil
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		applied[v] = true
+	}
+	return applied, rows.Err()
+}
+
+// NewerSchema is a database migrated by a newer tollgate: it holds migrations this build
+// does not have, so this build cannot know what its tables mean, nor migrate it.
+type NewerSchema struct{ Database, Known int64 }
+
+func (e *NewerSchema) Error() string {
+	return fmt.Sprintf("database schema is at version %d, newer than this tollgate's %d: a newer tollgate migrated it; run that version (or newer)", e.Database, e.Known)
+}
+
+func newerSchema(applied map[int64]bool, known []int64) error {
+	var latest, top int64
+	if len(known) > 0 {
+		latest = known[len(known)-1]
+	}
+	for v := range applied {
+		top = max(top, v)
+	}
+	if top > latest {
+		return &NewerSchema{Database: top, Known: latest}
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package db_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -62,4 +64,31 @@ func TestDescribeDatabaseHidesCredentials(t *testing.T) {
 			t.Errorf("Describe(%q) = %q, want %q", url, got, want)
 		}
 	}
+}
+
+// A database a newer build migrated is refused, by the commands that only read and by
+// migrate alike, naming both versions: this build cannot know what its tables mean.
+func TestANewerSchemaIsRefused(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		if err := d.CheckMigrated(ctx); err != nil {
+			t.Fatalf("a database this build migrated: %v", err)
+		}
+		if _, err := d.ExecContext(ctx, "insert into goose_db_version (version_id, is_applied) values (9001, true)"); err != nil {
+			t.Fatal(err)
+		}
+		for name, check := range map[string]func() error{
+			"CheckMigrated": func() error { return d.CheckMigrated(ctx) },
+			"Migrate":       func() error { _, err := d.Migrate(ctx); return err },
+		} {
+			err := check()
+			var newer *db.NewerSchema
+			if !errors.As(err, &newer) {
+				t.Fatalf("%s: %v, want a NewerSchema", name, err)
+			}
+			if !strings.Contains(err.Error(), "9001") || !strings.Contains(err.Error(), fmt.Sprint(newer.Known)) || newer.Known < 27 {
+				t.Errorf("%s: %q names neither both versions", name, err)
+			}
+		}
+	})
 }
