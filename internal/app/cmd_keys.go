@@ -73,7 +73,7 @@ func cmdKeysRevoke(*flag.FlagSet) command {
 }
 
 // withKeys runs fn over the service keys of DATABASE_URL (and the database, for the audit
-// log), migrating it first if asked.
+// log) (migrated already: see openDB).
 func withKeys(ctx context.Context, e env, fn func(keys *servicekeys.Keys, d *db.DB) error) error {
 	d, err := openDB(ctx, e)
 	if err != nil {

@@ -106,7 +106,7 @@ func cmdSigningKeysRetire(*flag.FlagSet) command {
 }
 
 // withSigningKeys runs fn over the signing keys of DATABASE_URL (and the database, for
-// the audit log), migrating it first if asked.
+// the audit log) (migrated already: see openDB).
 func withSigningKeys(ctx context.Context, e env, fn func(keys *signingkeys.Keys, d *db.DB) error) error {
 	d, err := openDB(ctx, e)
 	if err != nil {
