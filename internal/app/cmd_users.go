@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -30,7 +31,7 @@ func cmdUsersShow(fs *flag.FlagSet) command {
 					enc.SetIndent("", "  ")
 					return enc.Encode(report)
 				}
-				printReport(e.stdout, report)
+				printReport(e.stdout, report, time.Now())
 				return nil
 			})
 		},
@@ -38,7 +39,9 @@ func cmdUsersShow(fs *flag.FlagSet) command {
 }
 
 // printReport writes a user report for people.
-func printReport(w io.Writer, r reader.UserReport) {
+// The status is as people are shown it at now: lapsed, not active, once a period has ended
+// unrenewed (the JSON keeps the /api/v1/me answer as it is).
+func printReport(w io.Writer, r reader.UserReport, now time.Time) {
 	orNone := func(s *string) string {
 		if s == nil {
 			return "-"
@@ -63,7 +66,11 @@ func printReport(w io.Writer, r reader.UserReport) {
 		fmt.Fprintln(w, "  none")
 	}
 	for _, s := range r.Subscriptions {
-		fmt.Fprintf(w, "  %-6s %s  %s until %s  plan %s  last %s at %s\n", s.Provider, s.ID, s.Status, date(s.CurrentPeriodEnd),
+		until := "until"
+		if s.CurrentPeriodEnd != nil && !s.CurrentPeriodEnd.After(now) {
+			until = "period ended"
+		}
+		fmt.Fprintf(w, "  %-6s %s  %s %s %s  plan %s  last %s at %s\n", s.Provider, s.ID, s.Status, until, date(s.CurrentPeriodEnd),
 			s.Plan, orNone(s.LastEventType), date(s.LastEventAt))
 	}
 	b := r.Billing
@@ -71,8 +78,9 @@ func printReport(w io.Writer, r reader.UserReport) {
 	if b.Plan != nil {
 		plan = b.Plan.Key
 	}
+	status := cmp.Or(b.StatusShown(now), "-")
 	fmt.Fprintf(w, "\nbilling: plan %s, subscribed %t, status %s, provider %s, period end %s\nentitlements:\n",
-		plan, b.Subscribed, orNone(b.Status), orNone(b.Provider), date(b.CurrentPeriodEnd))
+		plan, b.Subscribed, status, orNone(b.Provider), date(b.CurrentPeriodEnd))
 	names := slices.Sorted(maps.Keys(b.Entitlements))
 	if len(names) == 0 {
 		fmt.Fprintln(w, "  none")

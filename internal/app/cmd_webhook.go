@@ -190,7 +190,7 @@ func describeOutcome(ctx context.Context, e env, h http.Header) error {
 		plan = "plan " + view.Plan.Key
 	}
 	if view.Status != nil {
-		status = *view.Status
+		status = view.StatusShown(time.Now())
 	}
 	fmt.Fprintf(e.stdout, "user %s: %s, %s", userID, plan, status)
 	if view.CurrentPeriodEnd != nil {

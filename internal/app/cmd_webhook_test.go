@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate/tollgate/internal/billing"
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
+	"github.com/tollgate/tollgate/internal/identity/identitytest"
 )
 
 // "webhook send" says what became of the event; with --now the README's worked example
@@ -112,8 +113,10 @@ func TestWebhookSendAppStore(t *testing.T) {
 	if err := chain.Save(chainPath); err != nil {
 		t.Fatal(err)
 	}
+	fake := identitytest.New(t)
 	env := testEnv(t, map[string]string{
 		"APPSTORE_BUNDLE_ID": "com.example.app", "APPSTORE_ROOT_CERTS": appstoredev.RootPath(chainPath), "APPSTORE_TEST_CHAIN": chainPath,
+		"AUTH_URL": fake.URL, "ADMIN_EMAILS": "ops@example.test",
 	})
 	migrateAndSyncPlans(t, env)
 	startServe(t, env)
@@ -125,6 +128,26 @@ func TestWebhookSendAppStore(t *testing.T) {
 	}
 	if code, _, errOut := runCmd(ctx, env, "webhook", "send", "--provider", "web", "--file", file); code == 0 || !strings.Contains(errOut, "--provider appstore") {
 		t.Fatalf("an App Store file sent as web: exit %d %q", code, errOut)
+	}
+
+	// Without --now the fixture's period (October 2026) has ended with no renewal: the store
+	// said active, but nobody is shown a green "active" for a plan the user no longer has.
+	const late = "0c0ffee0-3b1e-4f7a-9d2c-8e6f0a1b2c3d"
+	code, out, errOut = runCmd(ctx, env, "webhook", "send", "--provider", "appstore", "--file", file, "--user", late)
+	if want := `user ` + late + `: plan free, lapsed period ended 2026-\S+\n$`; code != 0 || !regexp.MustCompile(want).MatchString(out) {
+		t.Fatalf("an old App Store fixture: exit %d\n%s%s\nwant %s", code, out, errOut, want)
+	}
+	code, out, errOut = runCmd(ctx, env, "users", "show", late)
+	if code != 0 || !strings.Contains(out, "appstore") || !strings.Contains(out, " lapsed period ended 2026-") ||
+		!strings.Contains(out, "status lapsed") || strings.Contains(out, "active") {
+		t.Fatalf("users show of an old App Store subscription: exit %d\n%s%s", code, out, errOut)
+	}
+	operator := signedInClient(t, env["PUBLIC_URL"], fake, "ops@example.test")
+	_, page := fetch(t, operator, "GET", env["PUBLIC_URL"]+"/admin/customers/"+late, nil)
+	rows := page[strings.Index(page, `id="subscriptions"`):]
+	if !strings.Contains(page, `<dd id="status"><span class="pill lapsed">lapsed</span>`) ||
+		!strings.Contains(rows, `<td data-label="Status"><span class="pill lapsed">lapsed</span>`) || strings.Contains(page, `pill active`) {
+		t.Errorf("the console calls an old App Store subscription active:\n%s", page)
 	}
 }
 

@@ -97,6 +97,36 @@ func TestViewOf(t *testing.T) {
 	}
 }
 
+// A live status whose period has ended unrenewed is shown lapsed (past due says why); /me's view keeps the store's word.
+func TestStatusShown(t *testing.T) {
+	for _, tc := range []struct {
+		status string
+		end    *time.Time
+		want   string
+	}{
+		{billing.StatusActive, at(-time.Second), billing.StatusLapsed},
+		{billing.StatusActive, at(0), billing.StatusLapsed}, // the period ends at its end
+		{billing.StatusTrialing, at(-time.Hour), billing.StatusLapsed},
+		{billing.StatusPastDue, at(-time.Hour), billing.StatusPastDue}, // the store said why
+		{billing.StatusCancelled, at(-time.Hour), billing.StatusLapsed},
+		{billing.StatusActive, at(time.Hour), billing.StatusActive},
+		{billing.StatusActive, nil, billing.StatusActive},
+		{billing.StatusExpired, at(-time.Hour), billing.StatusExpired},
+		{billing.StatusRefunded, at(-time.Hour), billing.StatusRefunded},
+	} {
+		if got := billing.StatusShown(tc.status, tc.end, now); got != tc.want {
+			t.Errorf("%s ending %v: shown %q, want %q", tc.status, tc.end, got, tc.want)
+		}
+	}
+	old := billing.ViewOf(billing.Position("u", now, []billing.Subscription{sub("appstore", billing.StatusActive, pro, at(-time.Hour), 0)}, catalogue(true)), nil)
+	if old.Subscribed || *old.Status != billing.StatusActive || old.StatusShown(now) != billing.StatusLapsed {
+		t.Fatalf("a view of an active subscription whose period ended: %+v shown %q", old, old.StatusShown(now))
+	}
+	if (billing.BillingView{}).StatusShown(now) != "" {
+		t.Error("a view without a subscription shows a status")
+	}
+}
+
 // An answer changed when any of its fields did, and only then.
 func TestCompare(t *testing.T) {
 	base := billing.ViewOf(billing.Position("u", now, []billing.Subscription{sub("web", billing.StatusActive, pro, at(time.Hour), 0)}, catalogue(true)), nil)

@@ -121,6 +121,28 @@ func (s Subscription) Shown(t time.Time) string {
 	return s.Status
 }
 
+// StatusLapsed is no store's status: it is how people are shown a subscription whose store
+// last said it was live (active, trialing, or cancelled with time left) once its period
+// has ended with no renewal heard — a lost renewal, or an old event sent late. It entitles
+// nothing. Past due stays past due: the store said why the period was not renewed, and is
+// still trying to collect. /api/v1/me keeps the store's own status (with subscribed
+// false); the console, users show and webhook send say lapsed, so that no green "active"
+// sits beside a plan the user no longer has.
+const StatusLapsed = "lapsed"
+
+// StatusShown is the status people are shown at t for a subscription whose recorded
+// status and period end are these: status, or lapsed for a live status whose period has
+// ended.
+func StatusShown(status string, periodEnd *time.Time, t time.Time) string {
+	switch status {
+	case StatusActive, StatusTrialing, StatusCancelled:
+		if periodEnd != nil && !periodEnd.After(t) {
+			return StatusLapsed
+		}
+	}
+	return status
+}
+
 // Catalogue is every plan, its entitlement values, the default plan, and which plan each
 // provider's price or product sells. Once built it is only read, so it may be shared.
 type Catalogue struct {

@@ -38,6 +38,15 @@ type Usage struct {
 // Entitled reports whether name is true or a number above zero, as Entitlements.Entitled.
 func (v BillingView) Entitled(name string) bool { return Grants(v.Entitlements[name]) }
 
+// StatusShown is the status people are shown at t for the view's subscription (see
+// billing.StatusShown): "" without one.
+func (v BillingView) StatusShown(t time.Time) string {
+	if v.Status == nil {
+		return ""
+	}
+	return StatusShown(*v.Status, v.CurrentPeriodEnd, t)
+}
+
 // ViewOf is the view of a position and its usage counters.
 func ViewOf(e Entitlements, used map[string]int64) BillingView {
 	v := BillingView{Subscribed: e.Subscribed(), Plan: e.Plan(), Entitlements: e.Effective, Usage: map[string]UsageView{}}

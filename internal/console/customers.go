@@ -108,9 +108,7 @@ func (c *Console) resultFor(ctx context.Context, userID string) (customerResult,
 	if view.Plan != nil {
 		res.Plan = view.Plan.Name
 	}
-	if view.Status != nil {
-		res.Status = *view.Status
-	}
+	res.Status = view.StatusShown(c.now())
 	if view.Provider != nil {
 		res.Provider = *view.Provider
 	}
@@ -120,6 +118,7 @@ func (c *Console) resultFor(ctx context.Context, userID string) (customerResult,
 type customerData struct {
 	UserID, Email string
 	View          billing.BillingView
+	Status        string // the view's, as people are shown it (lapsed once ended unrenewed)
 	ViewJSON      string
 	Subscriptions []subscriptionRow
 	Grants        []grantRow
@@ -131,6 +130,7 @@ type customerData struct {
 
 type subscriptionRow struct {
 	dbq.CustomerSubscriptionsRow
+	Shown     string // its status as people are shown it (billing.StatusShown)
 	Price     string
 	Dashboard string
 }
@@ -162,6 +162,8 @@ func (c *Console) customerPage(ctx context.Context, userID string, pageNo int, f
 	if data.View, err = c.opts.Billing.View(ctx, userID); err != nil {
 		return data, err
 	}
+	now := c.now()
+	data.Status = data.View.StatusShown(now)
 	pretty, _ := json.MarshalIndent(data.View, "", "  ")
 	data.ViewJSON = string(pretty)
 	subs, err := dbq.New(c.opts.DB).CustomerSubscriptions(ctx, userID)
@@ -169,7 +171,12 @@ func (c *Console) customerPage(ctx context.Context, userID string, pageNo int, f
 		return data, err
 	}
 	for _, s := range subs {
-		data.Subscriptions = append(data.Subscriptions, subscriptionRow{s, priceText(s.Amount, s.Currency, s.BillingPeriod), c.opts.Dashboard(s.Provider, s.ProviderSubscriptionID)})
+		var end *time.Time
+		if s.CurrentPeriodEnd.Valid {
+			end = &s.CurrentPeriodEnd.Time
+		}
+		shown := billing.StatusShown(s.Status, end, now)
+		data.Subscriptions = append(data.Subscriptions, subscriptionRow{s, shown, priceText(s.Amount, s.Currency, s.BillingPeriod), c.opts.Dashboard(s.Provider, s.ProviderSubscriptionID)})
 	}
 	if data.Grants, data.Grant.Plans, err = c.grantsOf(ctx, userID); err != nil {
 		return data, err

@@ -27,11 +27,14 @@ type ReportCustomer struct {
 	CreatedAt     time.Time `json:"created_at"`
 }
 
-// ReportSubscription is one provider subscription with its canonical status.
+// ReportSubscription is one provider subscription with its canonical status: Status as
+// people are shown it (lapsed once a live subscription's period has ended unrenewed,
+// billing.StatusShown), StoreStatus as the store last said.
 type ReportSubscription struct {
 	Provider         string     `json:"provider"`
 	ID               string     `json:"id"`
 	Status           string     `json:"status"`
+	StoreStatus      string     `json:"store_status"`
 	CurrentPeriodEnd *time.Time `json:"current_period_end"`
 	Plan             string     `json:"plan"`
 	LastEventID      *string    `json:"last_event_id"`
@@ -68,9 +71,11 @@ func (s *Reader) Inspect(ctx context.Context, userID string) (UserReport, error)
 	if err != nil {
 		return r, err
 	}
+	now := s.now()
 	for _, sub := range subs {
+		end := timePtr(sub.CurrentPeriodEnd)
 		r.Subscriptions = append(r.Subscriptions, ReportSubscription{
-			Provider: sub.Provider, ID: sub.ProviderSubscriptionID, Status: sub.Status, CurrentPeriodEnd: timePtr(sub.CurrentPeriodEnd),
+			Provider: sub.Provider, ID: sub.ProviderSubscriptionID, Status: billing.StatusShown(sub.Status, end, now), StoreStatus: sub.Status, CurrentPeriodEnd: end,
 			Plan: sub.PlanKey, LastEventID: stringPtr(sub.LastEventID), LastEventType: stringPtr(sub.LastEventType), LastEventAt: timePtr(sub.LastEventAt),
 		})
 	}
