@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -69,15 +71,18 @@ func migrateAndSyncPlans(t *testing.T, env map[string]string) {
 }
 
 func runCmd(ctx context.Context, envVars map[string]string, args ...string) (int, string, string) {
-	var stdout, stderr logcapture.Buffer
-	code := Run(ctx, args, func(k string) string { return envVars[k] }, &stdout, &stderr)
-	return code, stdout.String(), stderr.String()
+	return runCmdWith(ctx, stores.All(), envVars, args...)
+}
+
+// mapNames lists the variables of a test's environment, as Run lists the process's.
+func mapNames(vars map[string]string) func() []string {
+	return func() []string { return slices.Collect(maps.Keys(vars)) }
 }
 
 // runCmdWith is runCmd for a binary that knows the stores of list.
 func runCmdWith(ctx context.Context, list stores.List, envVars map[string]string, args ...string) (int, string, string) {
 	var stdout, stderr logcapture.Buffer
-	e := env{stores: list, getenv: func(k string) string { return envVars[k] }, stdout: &stdout, stderr: &stderr}
+	e := env{stores: list, getenv: func(k string) string { return envVars[k] }, environ: mapNames(envVars), stdout: &stdout, stderr: &stderr}
 	code := exitCode(run(ctx, args, e), &stderr)
 	return code, stdout.String(), stderr.String()
 }
@@ -146,7 +151,7 @@ func startServeWith(t *testing.T, vars map[string]string, list stores.List) (sto
 	done := make(chan int, 1)
 	ln := takeListener(vars["ADDR"])
 	go func() {
-		e := env{stores: list, getenv: func(k string) string { return vars[k] }, stdout: io.Discard, stderr: &stderr, listener: ln}
+		e := env{stores: list, getenv: func(k string) string { return vars[k] }, environ: mapNames(vars), stdout: io.Discard, stderr: &stderr, listener: ln}
 		done <- exitCode(run(ctx, []string{"serve"}, e), &stderr)
 		if ln != nil {
 			ln.Close() // a serve that failed to start leaves it open

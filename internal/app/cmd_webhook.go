@@ -61,7 +61,8 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 			}
 			req, err := deliveryRequest(ctx, e, provider, header, url, body)
 			if err != nil {
-				return err
+				// Such as a secret not set: outside the repository root, the likely cause.
+				return fmt.Errorf("%w%s", err, devEnvMissing(e.devEnvLooked))
 			}
 			resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 			if err != nil {
@@ -137,8 +138,8 @@ func notHeard(e env, provider string, status int) string {
 	if status != http.StatusNotFound && status != http.StatusUnauthorized {
 		return ""
 	}
-	if hint := storeOf(e, provider).TestEvents.NotHeard(e.cfg); hint != "" {
-		return "; " + hint
+	if hint := storeOf(e, provider).TestEvents.NotHeard(e.cfg, status); hint != "" {
+		return "; " + hint + devEnvMissing(e.devEnvLooked)
 	}
 	return ""
 }

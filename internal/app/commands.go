@@ -25,7 +25,7 @@ func openDB(ctx context.Context, e env) (*db.DB, error) { return openMigrating(c
 // creating a SQLite file that is not there yet. Whichever, a database migrated by a newer
 // tollgate is refused: this build cannot know what its tables mean now.
 func openMigrating(ctx context.Context, e env, migrate bool) (*db.DB, error) {
-	where := e.cfg.DatabaseURL
+	where, creating := e.cfg.DatabaseURL, false
 	if path := db.SQLitePath(e.cfg.DatabaseURL); path != "" {
 		where = "sqlite:" + path
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -39,7 +39,7 @@ func openMigrating(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 				return nil, fmt.Errorf("no database at %s and no %s here (%s): run tollgate from the repository root, "+
 					"or set DATABASE_URL=sqlite:%[1]s to create one here", path, DevEnvFile, e.devEnvLooked)
 			}
-			e.log.Info("creating the database", "path", path)
+			creating = true
 		}
 	} else {
 		where = strings.Replace(db.Describe(where), " ", ":", 1)
@@ -47,6 +47,9 @@ func openMigrating(ctx context.Context, e env, migrate bool) (*db.DB, error) {
 	d, err := db.Open(ctx, e.cfg.DatabaseURL, e.cfg.DBTimeout)
 	if err != nil {
 		return nil, err
+	}
+	if creating {
+		e.log.Info("created the database", "path", strings.TrimPrefix(where, "sqlite:"))
 	}
 	fail := func(err error) (*db.DB, error) {
 		d.Close()

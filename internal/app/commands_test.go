@@ -3,9 +3,11 @@ package app
 import (
 	"context"
 	"errors"
+	"maps"
 	neturl "net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -93,7 +95,7 @@ func TestOnlyMigrateAndServeChangeASchema(t *testing.T) {
 		t.Errorf("a command other than migrate migrated the empty database: %v", err)
 	}
 
-	t.Run("postgres", func(t *testing.T) {
+	t.Run("empty postgres", func(t *testing.T) {
 		url := dbtest.PostgresURL(t)
 		u, _ := neturl.Parse(url)
 		refuses(t, url, "postgres:"+u.Host+u.Path)
@@ -118,6 +120,74 @@ func TestOnlyMigrateAndServeChangeASchema(t *testing.T) {
 		var part *db.MissingMigrations
 		if err := d.CheckMigrated(context.Background()); !errors.As(err, &part) || part.Missing != 1 {
 			t.Fatalf("one migration missing: %v", err)
+		}
+	})
+}
+
+// TestSettingsSayWhatIsWrong: a mistyped variable is named beside the one it resembles, a
+// port given as a flag or mistyped leads to PORT (before anything is created), and a
+// webhook send that the server refuses, or that cannot sign outside the repository, says
+// which setting to look at.
+func TestSettingsSayWhatIsWrong(t *testing.T) {
+	ctx := context.Background()
+	t.Run("a near miss", func(t *testing.T) {
+		t.Parallel()
+		env := testEnv(t, map[string]string{"ADMIN_EMAIL": "ops@example.test", "DATABSE_URL": "sqlite:elsewhere.db", "HOSTNAME": "box"})
+		migrateAndSyncPlans(t, env)
+		stop, logs := startServeLogs(t, env)
+		stop()
+		for typo, meant := range map[string]string{"ADMIN_EMAIL": "ADMIN_EMAILS", "DATABSE_URL": "DATABASE_URL"} {
+			if !regexp.MustCompile(`level=WARN msg="` + typo + ` is set but is not one of tollgate's variables.*did you mean ` + meant + `\?"`).MatchString(logs()) {
+				t.Errorf("no warning naming %s for %s:\n%s", meant, typo, logs())
+			}
+		}
+		if strings.Contains(logs(), "ops@example.test") || strings.Contains(logs(), "elsewhere.db") || strings.Contains(logs(), "HOSTNAME") {
+			t.Errorf("a warning printed a value, or named HOSTNAME:\n%s", logs())
+		}
+	})
+	t.Run("a port", func(t *testing.T) {
+		t.Parallel()
+		env := testEnv(t, nil)
+		path := strings.TrimPrefix(env["DATABASE_URL"], "sqlite:")
+		code, _, errOut := runCmd(ctx, env, "serve", "--port", "1")
+		if code != 2 || !strings.Contains(errOut, "--port: tollgate takes its settings from the environment") || !strings.Contains(errOut, "set PORT") {
+			t.Errorf("serve --port 1: exit %d %q", code, errOut)
+		}
+		delete(env, "ADDR")
+		env["PORT"] = "80a"
+		code, _, errOut = runCmd(ctx, env, "serve")
+		if code != 1 || !strings.Contains(errOut, `PORT: want a port number from 0 to 65535, got "80a"`) {
+			t.Errorf("PORT=80a serve: exit %d %q", code, errOut)
+		}
+		if _, err := os.Stat(path); err == nil {
+			t.Error("a serve that cannot listen created the database")
+		}
+	})
+	t.Run("webhook send", func(t *testing.T) {
+		t.Parallel()
+		env := testEnv(t, nil)
+		migrateAndSyncPlans(t, env)
+		startServe(t, env)
+		const file = "../billing/testdata/web/customer.subscription.updated.json"
+		wrong := maps.Clone(env)
+		wrong["WEB_WEBHOOK_SECRET"] = "whsec_not_the_servers"
+		code, _, errOut := runCmd(ctx, wrong, "webhook", "send", "--provider", "web", "--file", file)
+		if code != 1 || !strings.Contains(errOut, "401") || !strings.Contains(errOut, "the WEB_WEBHOOK_SECRET this command signed with and the server's differ") {
+			t.Errorf("a wrong secret: exit %d %q", code, errOut)
+		}
+		wrong = maps.Clone(env)
+		wrong["MOBILE_WEBHOOK_SECRET"] = "not the server's"
+		code, _, errOut = runCmd(ctx, wrong, "webhook", "send", "--provider", "mobile", "--file", "../billing/testdata/mobile/subscription_started.json")
+		if code != 1 || !strings.Contains(errOut, "MOBILE_WEBHOOK_SECRET this command sent and the server's differ") || strings.Contains(errOut, "not the server's") {
+			t.Errorf("a wrong mobile secret: exit %d %q", code, errOut)
+		}
+		// Run where there is no .env.development (the test runs in internal/app), in development.
+		outside := maps.Clone(env)
+		delete(outside, "APP_ENV")
+		delete(outside, "WEB_WEBHOOK_SECRET")
+		code, _, errOut = runCmd(ctx, outside, "webhook", "send", "--provider", "web", "--file", file)
+		if code != 1 || !strings.Contains(errOut, "WEB_WEBHOOK_SECRET") || !strings.Contains(errOut, "no .env.development at ") || !strings.Contains(errOut, "run tollgate from the repository root") {
+			t.Errorf("webhook send outside the repository: exit %d %q", code, errOut)
 		}
 	})
 }

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tollgate/tollgate/internal/config"
@@ -90,10 +92,13 @@ type env struct {
 	stores stores.List
 	cfg    config.Config
 	getenv func(string) string
-	args   []string
-	log    *slog.Logger
-	stdout io.Writer
-	stderr io.Writer
+	// environ lists the names of the variables set (nil: none known), for the warnings
+	// about mistyped ones.
+	environ func() []string
+	args    []string
+	log     *slog.Logger
+	stdout  io.Writer
+	stderr  io.Writer
 	// devEnvLooked is where .env.development was looked for and not found ("" if it was
 	// found or not wanted): serve says so.
 	devEnvLooked string
@@ -119,7 +124,7 @@ func (e *usageError) Error() string { return e.err.Error() }
 
 // Run executes one command and returns the process exit code.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	return exitCode(run(ctx, args, env{stores: stores.All(), getenv: getenv, stdout: stdout, stderr: stderr}), stderr)
+	return exitCode(run(ctx, args, env{stores: stores.All(), getenv: getenv, environ: processEnviron(getenv), stdout: stdout, stderr: stderr}), stderr)
 }
 
 // exitCode prints what err says, if anything, and returns the exit code it means.
@@ -163,11 +168,9 @@ func run(ctx context.Context, args []string, e env) error {
 	if c.bare {
 		return c.run(ctx, e)
 	}
-	e.getenv, e.cfg, e.devEnvLooked, err = loadConfig(e.getenv)
-	if err != nil {
+	if err := loadConfig(&e, e.stderr); err != nil {
 		return err
 	}
-	e.log = newLogger(e.cfg, e.stderr)
 	return c.run(ctx, e)
 }
 
@@ -207,7 +210,7 @@ func parseFlags(s spec, args []string, e env) (command, error) {
 				fmt.Fprint(e.stdout, commandUsage(s, c, fs))
 				return c, errUsage
 			}
-			return bad(err)
+			return bad(settingAsFlag(err))
 		}
 		if fs.NArg() == 0 {
 			break
@@ -235,17 +238,62 @@ func parseFlags(s spec, args []string, e env) (command, error) {
 	return c, nil
 }
 
-// loadConfig parses the configuration, with .env.development under it in development.
-func loadConfig(getenv func(string) string) (_ func(string) string, _ config.Config, looked string, _ error) {
-	getenv, looked, err := withDevEnvFile(getenv)
+// settingAsFlag is err, or for an unknown flag that names a variable (--port, --database-url)
+// a sentence that says settings come from the environment and which variable to set. The
+// flag's value is not repeated: it may be a password in a URL.
+func settingAsFlag(err error) error {
+	flagName, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return err
+	}
+	flagName = strings.TrimLeft(flagName, "-")
+	name := strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+	if !config.IsVariable(name) {
+		return err
+	}
+	also := ""
+	if name == "PORT" || name == "ADDR" {
+		also = " (or ADDR=host:port)"
+	}
+	return fmt.Errorf("--%s: tollgate takes its settings from the environment, not from flags: set %s%s, as in %s=… tollgate …", flagName, name, also, name)
+}
+
+// loadConfig parses the configuration into e, with .env.development under it in
+// development, and logs a warning for every variable set that looks like a mistyped name
+// of tollgate's (config.NearMisses): ignored, it would leave its setting at the default.
+func loadConfig(e *env, logs io.Writer) error {
+	getenv, fileNames, looked, err := withDevEnvFile(e.getenv)
 	if err != nil {
-		return nil, config.Config{}, "", err
+		return err
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
-		return nil, cfg, "", fmt.Errorf("configuration: %w%s", err, devEnvMissing(looked))
+		return fmt.Errorf("configuration: %w%s", err, devEnvMissing(looked))
 	}
-	return getenv, cfg, looked, nil
+	e.getenv, e.cfg, e.devEnvLooked = getenv, cfg, looked
+	e.log = newLogger(cfg, logs)
+	var set []string
+	if e.environ != nil {
+		set = e.environ()
+	}
+	for _, warning := range config.NearMisses(append(set, fileNames...)) {
+		e.log.Warn(warning)
+	}
+	return nil
+}
+
+// processEnviron is the names of the process's variables that getenv sees set: what a
+// caller's getenv over the process environment holds.
+func processEnviron(getenv func(string) string) func() []string {
+	return func() []string {
+		var set []string
+		for _, kv := range os.Environ() {
+			if name, _, _ := strings.Cut(kv, "="); getenv(name) != "" {
+				set = append(set, name)
+			}
+		}
+		return set
+	}
 }
 
 // devEnvMissing is what to add to a configuration error when .env.development was looked
@@ -261,17 +309,17 @@ func devEnvMissing(looked string) string {
 // development. Variables already set always win. When the file is not there, looked is
 // where it was looked for: a clone run from another directory would otherwise just miss
 // its settings.
-func withDevEnvFile(getenv func(string) string) (_ func(string) string, looked string, _ error) {
+func withDevEnvFile(getenv func(string) string) (_ func(string) string, names []string, looked string, _ error) {
 	if appEnv := getenv("APP_ENV"); appEnv != "" && appEnv != config.Development {
-		return getenv, "", nil
+		return getenv, nil, "", nil
 	}
 	f, err := os.Open(DevEnvFile)
 	if errors.Is(err, os.ErrNotExist) {
 		abs, _ := filepath.Abs(DevEnvFile)
-		return getenv, abs, nil
+		return getenv, nil, abs, nil
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	defer f.Close()
 	file := map[string]string{}
@@ -283,19 +331,19 @@ func withDevEnvFile(getenv func(string) string) (_ func(string) string, looked s
 		}
 		key, value, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
 		if !ok {
-			return nil, "", fmt.Errorf("%s line %d: want KEY=VALUE", DevEnvFile, n)
+			return nil, nil, "", fmt.Errorf("%s line %d: want KEY=VALUE", DevEnvFile, n)
 		}
 		file[strings.TrimSpace(key)] = strings.Trim(strings.TrimSpace(value), `"'`)
 	}
 	if err := scanner.Err(); err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	return func(key string) string {
 		if v := getenv(key); v != "" {
 			return v
 		}
 		return file[key]
-	}, "", nil
+	}, slices.Collect(maps.Keys(file)), "", nil
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {

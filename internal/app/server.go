@@ -169,11 +169,11 @@ func (s *Server) startStandIns(ctx context.Context) (*http.Client, error) {
 // database opened and, unless AUTO_MIGRATE=false, migrated. Add operations to API, then
 // ListenAndServe.
 func Open(ctx context.Context, getenv func(string) string, logs io.Writer) (*Server, error) {
-	getenv, cfg, looked, err := loadConfig(getenv)
-	if err != nil {
+	e := env{stores: stores.All(), getenv: getenv, environ: processEnviron(getenv), stdout: logs, stderr: logs}
+	if err := loadConfig(&e, logs); err != nil {
 		return nil, err
 	}
-	return start(ctx, env{stores: stores.All(), cfg: cfg, getenv: getenv, log: newLogger(cfg, logs), stdout: logs, stderr: logs, devEnvLooked: looked})
+	return start(ctx, e)
 }
 
 // start opens what a server needs: the configuration checked, the database, migrated

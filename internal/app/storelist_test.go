@@ -58,7 +58,7 @@ func acmeStore(api *acmeAPI) stores.Store {
 			Deliver: func(_ context.Context, d stores.Delivery) ([]byte, http.Header, error) {
 				return d.Body, http.Header{"Content-Type": {"application/json"}, "Acme-Signature": {billingtest.AcmeSign(billingtest.AcmeSecret, d.Body)}}, nil
 			},
-			NotHeard: func(config.Config) string { return "" },
+			NotHeard: func(config.Config, int) string { return "" },
 		},
 		API: &stores.API{On: func(config.Config) bool { return true }, Needs: "ACME_KEY: is required to read Acme"},
 	}

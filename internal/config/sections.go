@@ -18,7 +18,17 @@ func loadProcess(v *vars, c *Config) {
 	if c.Env == Development {
 		host = "127.0.0.1"
 	}
-	c.Addr = v.get("ADDR", host+":"+v.get("PORT", "8080"))
+	c.Addr = v.get("ADDR", "")
+	if c.Addr == "" {
+		port := v.get("PORT", "8080")
+		if !isPort(port) {
+			v.fail("PORT", "want a port number from 0 to 65535, got %q (or set ADDR, host:port)", port)
+			port = "8080"
+		}
+		c.Addr = host + ":" + port
+	} else if _, port, err := net.SplitHostPort(c.Addr); err != nil || !isPort(port) {
+		v.fail("ADDR", "want host:port, such as 127.0.0.1:8080 or :8080, got %q", c.Addr)
+	}
 	// Unset, PUBLIC_URL is this machine at the listening port, so that links, redirects and
 	// "tollgate webhook send" follow PORT or ADDR.
 	port := "8080"
@@ -52,6 +62,12 @@ func loadProcess(v *vars, c *Config) {
 	case pid == "" || pid == strconv.Itoa(os.Getpid()):
 		c.ListenFD = true
 	}
+}
+
+// isPort says whether s is a TCP port number (0: any free port).
+func isPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && n <= 65535 && strconv.Itoa(n) == s
 }
 
 // loadIdentity reads the identity service and the surfaces over it.

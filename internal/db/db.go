@@ -3,15 +3,19 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -56,6 +60,11 @@ func Open(ctx context.Context, databaseURL string, lockWait time.Duration) (*DB,
 		if memory {
 			path = "file::memory:"
 		} else {
+			if dir := filepath.Dir(path); !isDir(dir) {
+				// SQLite would say only "unable to open database file (14)".
+				abs, _ := filepath.Abs(dir)
+				return nil, fmt.Errorf("DATABASE_URL: the directory %s does not exist: create it, or name a file in one that does", abs)
+			}
 			// A file: URI percent-decodes its path and ends it at ? or #.
 			path = "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 		}
@@ -99,9 +108,8 @@ func Open(ctx context.Context, databaseURL string, lockWait time.Duration) (*DB,
 	defer cancel()
 	if err := d.PingContext(pingCtx); err != nil {
 		d.Close()
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "3D000" { // invalid_catalog_name
-			return nil, missingDatabase(databaseURL)
+		if d.Engine == Postgres {
+			return nil, postgresUnreachable(databaseURL, err)
 		}
 		return nil, fmt.Errorf("database %s unreachable: %w", d.Engine, err)
 	}
@@ -281,6 +289,57 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+func isDir(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.IsDir()
+}
+
+// postgresUnreachable is one sentence for a Postgres that cannot be used: where (host and
+// port), as whom (the role), what went wrong and what to check — never the password, and
+// not the driver's text, which repeats itself once per address tried.
+func postgresUnreachable(databaseURL string, err error) error {
+	where, role := "the server DATABASE_URL names", "the role DATABASE_URL names"
+	if u, parseErr := url.Parse(databaseURL); parseErr == nil {
+		host, port := cmp.Or(u.Hostname(), "localhost"), cmp.Or(u.Port(), "5432")
+		where = net.JoinHostPort(host, port)
+		if name := u.User.Username(); name != "" {
+			role = fmt.Sprintf("role %q", name)
+		}
+	}
+	var pgErr *pgconn.PgError
+	var netErr *net.OpError
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "3D000": // invalid_catalog_name
+		return missingDatabase(databaseURL)
+	case errors.As(err, &pgErr) && pgErr.Code == "28000" && strings.Contains(pgErr.Message, "does not exist"):
+		return fmt.Errorf("database postgres at %s: there is no %s: check the user in DATABASE_URL, or create the role (createuser)", where, role)
+	case errors.As(err, &pgErr) && (pgErr.Code == "28P01" || pgErr.Code == "28000"):
+		return fmt.Errorf("database postgres at %s refused %s (%s): check the user and password in DATABASE_URL, and pg_hba.conf", where, role, pgErr.Message)
+	case errors.As(err, &pgErr):
+		return fmt.Errorf("database postgres at %s, %s: %s (SQLSTATE %s)", where, role, pgErr.Message, pgErr.Code)
+	case errors.As(err, &dnsErr):
+		return fmt.Errorf("database postgres: the host in DATABASE_URL (%s) is not known: check its spelling", where)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("database postgres: nothing accepts connections at %s: check that Postgres is running there and the host and port in DATABASE_URL", where)
+	case errors.As(err, &netErr) && netErr.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("database postgres: %s did not answer within 10 s: check the host and port in DATABASE_URL and any firewall between", where)
+	}
+	return fmt.Errorf("database postgres at %s, as %s, unreachable: %s", where, role, innermost(err))
+}
+
+// innermost is the message of the error at the end of err's chain: the cause, without the
+// layers that repeat it.
+func innermost(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
 }
 
 // missingDatabase says that the server answers but the database does not exist, and how

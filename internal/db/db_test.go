@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -91,4 +94,38 @@ func TestANewerSchemaIsRefused(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A database that cannot be used is one line naming where, as whom, and what to check:
+// not the driver's text, which repeats itself once per address tried.
+func TestUnreachableDatabasesAreOneSentence(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	cases := map[string]struct{ url, want string }{
+		"refused":     {"postgres://tollgate:hunter2@" + refused + "/billing", "nothing accepts connections at " + refused},
+		"missing dir": {"sqlite:" + filepath.Join(t.TempDir(), "no", "such", "dir", "t.db"), "such/dir does not exist"},
+	}
+	if base := os.Getenv("TEST_DATABASE_URL"); base != "" {
+		u, err := url.Parse(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = url.UserPassword("no_such_role_x", "hunter2")
+		cases["unknown role"] = struct{ url, want string }{u.String(), `at ` + u.Host + `: there is no role "no_such_role_x"`}
+	}
+	for name, tc := range cases {
+		_, err := db.Open(context.Background(), tc.url, 0)
+		if err == nil {
+			t.Fatalf("%s: opened", name)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, tc.want) || strings.Contains(msg, "hunter2") || strings.Contains(msg, "\n") ||
+			strings.Contains(msg, "dial error") || strings.Contains(msg, "SQLSTATE") || strings.Contains(msg, "(14)") {
+			t.Errorf("%s: %q, want one line with %q", name, msg, tc.want)
+		}
+	}
 }

@@ -30,7 +30,7 @@ var appStore = Store{Name: appstore.Provider, Display: "App Store", InApp: true,
 			signed, err := signAppStore(d)
 			return signed, jsonHeader(), err
 		},
-		NotHeard: func(cfg config.Config) string {
+		NotHeard: func(cfg config.Config, _ int) string {
 			return "the server hears notifications signed with the local test chain when started with " + appStoreSettings(cfg)
 		},
 	},

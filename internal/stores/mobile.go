@@ -26,6 +26,11 @@ var mobile = Store{Name: billing.ProviderMobile, Display: "Adapty", InApp: true,
 			header.Set("Authorization", d.Config.MobileWebhookSecret)
 			return d.Body, header, nil
 		},
-		NotHeard: func(config.Config) string { return "" },
+		NotHeard: func(_ config.Config, status int) string {
+			if status != http.StatusUnauthorized {
+				return ""
+			}
+			return "the server refused this command's Authorization: the MOBILE_WEBHOOK_SECRET this command sent and the server's differ (give both the same)"
+		},
 	},
 }

@@ -44,7 +44,7 @@ var paddleStore = Store{Name: paddle.Provider, Display: "Paddle",
 			header.Set(paddle.HeaderSignature, paddle.SignHeader(time.Now(), d.Body, d.Config.Paddle.WebhookSecrets[0]))
 			return d.Body, header, nil
 		},
-		NotHeard: func(config.Config) string {
+		NotHeard: func(config.Config, int) string {
 			return "the server hears Paddle when started with PADDLE_WEBHOOK_SECRET set, the same as this command's"
 		},
 	},

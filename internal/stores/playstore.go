@@ -33,7 +33,7 @@ var playStore = Store{Name: playstore.Provider, Display: "Google Play", InApp: t
 	TestEvents: &TestEvents{
 		Shape: "Google Play notification and purchase", LooksLike: playdev.LooksLike, ForUser: playdev.ForUser, MoveToNow: playdev.MoveToNow,
 		New: newPlayPurchase, Deliver: pushPlay,
-		NotHeard: func(config.Config) string {
+		NotHeard: func(config.Config, int) string {
 			return "the server hears Google Play through its development stand-in when " + devPlayNeeds
 		},
 	},

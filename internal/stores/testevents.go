@@ -26,9 +26,10 @@ type TestEvents struct {
 	// Deliver is the delivery of body as the store makes it: the body and the headers to
 	// POST.
 	Deliver func(ctx context.Context, d Delivery) ([]byte, http.Header, error)
-	// NotHeard is what to add to a refusal (404, 401) of a delivery: how to start a server
-	// that hears the store as the command sends it ("" when there is nothing to say).
-	NotHeard func(cfg config.Config) string
+	// NotHeard is what to add to a refusal of a delivery, answered status (404, 401): how to
+	// start a server that hears the store as the command sends it ("" when there is
+	// nothing to say).
+	NotHeard func(cfg config.Config, status int) string
 }
 
 // Delivery is one event to deliver.

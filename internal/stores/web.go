@@ -54,7 +54,12 @@ var web = Store{Name: billing.ProviderWeb, Display: "Stripe", On: always, Open: 
 			header.Set(name, stripe.SignHeader(d.Config.WebWebhookSecret, time.Now(), d.Body))
 			return d.Body, header, nil
 		},
-		NotHeard: func(config.Config) string { return "" },
+		NotHeard: func(_ config.Config, status int) string {
+			if status != http.StatusUnauthorized {
+				return ""
+			}
+			return "the server refused this command's signature: the WEB_WEBHOOK_SECRET this command signed with and the server's differ (give both the same)"
+		},
 	},
 	API: &API{On: func(cfg config.Config) bool { return cfg.WebAPIKey != "" }, Needs: webKeyNeeded, Lists: true},
 	SyncEngine: &SyncEngine{Check: mirror.Check, EnsureIndexes: mirror.EnsureIndexes,
