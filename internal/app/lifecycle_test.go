@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tollgate/tollgate/internal/billing/appstore/appstoredev"
+	"github.com/tollgate/tollgate/internal/identity/identitytest"
 )
 
 // Every provider's lifecycle fixtures, sent with "webhook send --now --user" in the order
@@ -21,7 +22,9 @@ import (
 func TestLifecycleFixturesMoveThePlan(t *testing.T) {
 	ctx := context.Background()
 	chain := filepath.Join(t.TempDir(), "chain.pem")
-	env := testEnv(t, map[string]string{"APP_ENV": "development", "APPSTORE_TEST_CHAIN": chain, "PADDLE_WEBHOOK_SECRET": "pdl_ntfset_lifecycle"})
+	fake := identitytest.New(t)
+	env := testEnv(t, map[string]string{"APP_ENV": "development", "APPSTORE_TEST_CHAIN": chain, "PADDLE_WEBHOOK_SECRET": "pdl_ntfset_lifecycle",
+		"AUTH_URL": fake.URL, "ADMIN_EMAILS": "ops@example.test"})
 	migrateAndSyncPlans(t, env)
 	// A server that does not hear the App Store: the first send makes the local chain and
 	// names both settings the server needs.
@@ -92,6 +95,18 @@ func TestLifecycleFixturesMoveThePlan(t *testing.T) {
 			checkUsersShowLists(t, env, user, tc.provider, named)
 		}
 	}
+
+	// Google Play's events are shown, and found, by Google's names of their types.
+	operator := signedInClient(t, env["PUBLIC_URL"], fake, "ops@example.test")
+	_, all := fetch(t, operator, "GET", env["PUBLIC_URL"]+"/admin/events?provider=playstore", nil)
+	_, purchases := fetch(t, operator, "GET", env["PUBLIC_URL"]+"/admin/events?provider=playstore&type=SUBSCRIPTION_PURCHASED", nil)
+	named := regexp.MustCompile(`>(SUBSCRIPTION_[A-Z_]+)</a>`)
+	if got := named.FindAllStringSubmatch(all, -1); len(got) != 7 || strings.Contains(all, ">subscription.") {
+		t.Errorf("the Events page names %d Play events by Google's names, want all 7 sent:\n%s", len(got), all)
+	}
+	if got := named.FindAllStringSubmatch(purchases, -1); len(got) != 2 || got[0][1] != "SUBSCRIPTION_PURCHASED" || got[1][1] != "SUBSCRIPTION_PURCHASED" {
+		t.Errorf("filtered by SUBSCRIPTION_PURCHASED, the Events page lists %q, want the two purchases", got)
+	}
 }
 
 // checkUsersShowLists: "users show" lists the n events sent for user that name them (as the
@@ -101,12 +116,24 @@ func checkUsersShowLists(t *testing.T, env map[string]string, user, provider str
 	t.Helper()
 	code, out, errOut := runCmd(context.Background(), env, "users", "show", user, "--json")
 	var report struct {
-		RecentEvents []struct{ Provider string } `json:"recent_events"`
+		RecentEvents  []struct{ Provider, Type string } `json:"recent_events"`
+		Subscriptions []struct {
+			LastEventType string `json:"last_event_type"`
+		} `json:"subscriptions"`
 	}
 	if err := json.Unmarshal([]byte(out), &report); code != 0 || err != nil {
 		t.Fatalf("users show %s: exit %d %v %s", user, code, err, errOut)
 	}
 	if len(report.RecentEvents) != n || report.RecentEvents[0].Provider != provider {
 		t.Fatalf("users show %s lists %d events, want the %d %s events sent: %s", user, len(report.RecentEvents), n, provider, out)
+	}
+	// The store's own event, by the store's name: never tollgate's record of reading it.
+	if len(report.Subscriptions) != 1 || report.Subscriptions[0].LastEventType != report.RecentEvents[0].Type {
+		t.Errorf("users show %s: the subscription's last event is not its newest event %q: %s", user, report.RecentEvents[0].Type, out)
+	}
+	for _, ev := range report.RecentEvents {
+		if provider == "playstore" && !strings.HasPrefix(ev.Type, "SUBSCRIPTION_") {
+			t.Errorf("users show %s names a Google Play event %q, not by Google's name", user, ev.Type)
+		}
 	}
 }

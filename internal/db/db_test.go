@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/tollgate/tollgate/internal/db"
 	"github.com/tollgate/tollgate/internal/db/dbtest"
 )
@@ -128,4 +129,34 @@ func TestUnreachableDatabasesAreOneSentence(t *testing.T) {
 			t.Errorf("%s: %q, want one line with %q", name, msg, tc.want)
 		}
 	}
+}
+
+// Google Play's events stored before they were named by Google's names are renamed by
+// migration 28: "subscription.4" becomes SUBSCRIPTION_PURCHASED; an unknown number stays.
+func TestPlayEventsAreRenamed(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		if _, err := d.ExecContext(ctx, "delete from goose_db_version where version_id = 28"); err != nil {
+			t.Fatal(err)
+		}
+		for id, kind := range map[string]string{"m1": "subscription.4", "m2": "subscription.99", "m3": "voided"} {
+			if _, err := d.ExecContext(ctx, "insert into provider_events (id, provider, provider_event_id, event_type, received_at, created_at, updated_at) "+
+				"values ($1, 'playstore', $2, $3, current_timestamp, current_timestamp, current_timestamp)", uuid.NewString(), id, kind); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := d.ExecContext(ctx, "insert into provider_events (id, provider, provider_event_id, event_type, received_at, created_at, updated_at) "+
+			"values ($1, 'paddle', 'p1', 'subscription.4', current_timestamp, current_timestamp, current_timestamp)", uuid.NewString()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[string]string{"m1": "SUBSCRIPTION_PURCHASED", "m2": "subscription.99", "m3": "voided", "p1": "subscription.4"} {
+			var got string
+			if err := d.QueryRowContext(ctx, "select event_type from provider_events where provider_event_id = $1", id).Scan(&got); err != nil || got != want {
+				t.Errorf("%s: %q %v, want %q", id, got, err, want)
+			}
+		}
+	})
 }

@@ -27,8 +27,9 @@ type notification struct {
 	EventTimeMillis            longValue                 `json:"eventTimeMillis"`
 	SubscriptionNotification   *subscriptionNotification `json:"subscriptionNotification"`
 	OneTimeProductNotification *struct {
-		PurchaseToken string `json:"purchaseToken"`
-		Sku           string `json:"sku"`
+		NotificationType int    `json:"notificationType"`
+		PurchaseToken    string `json:"purchaseToken"`
+		Sku              string `json:"sku"`
 	} `json:"oneTimeProductNotification"`
 	VoidedPurchaseNotification *struct {
 		PurchaseToken string `json:"purchaseToken"`
@@ -78,14 +79,35 @@ func (n notification) eventTime() (time.Time, bool) {
 	return time.UnixMilli(ms).UTC(), true
 }
 
-// kind names the notification, as its event type.
+// SubscriptionTypes are Google's names of the subscription notification types, by their
+// number (the real-time developer notifications reference). Events are stored, shown and
+// filtered by these names; an unknown number is stored as "subscription.<number>".
+var SubscriptionTypes = map[int]string{
+	1: "SUBSCRIPTION_RECOVERED", 2: "SUBSCRIPTION_RENEWED", 3: "SUBSCRIPTION_CANCELED", 4: "SUBSCRIPTION_PURCHASED",
+	5: "SUBSCRIPTION_ON_HOLD", 6: "SUBSCRIPTION_IN_GRACE_PERIOD", 7: "SUBSCRIPTION_RESTARTED",
+	8: "SUBSCRIPTION_PRICE_CHANGE_CONFIRMED", 9: "SUBSCRIPTION_DEFERRED", 10: "SUBSCRIPTION_PAUSED",
+	11: "SUBSCRIPTION_PAUSE_SCHEDULE_CHANGED", 12: "SUBSCRIPTION_REVOKED", 13: "SUBSCRIPTION_EXPIRED",
+	19: "SUBSCRIPTION_PRICE_CHANGE_UPDATED", 20: "SUBSCRIPTION_PENDING_PURCHASE_CANCELED",
+}
+
+// oneTimeProductTypes are Google's names of the one-time product notification types.
+var oneTimeProductTypes = map[int]string{1: "ONE_TIME_PRODUCT_PURCHASED", 2: "ONE_TIME_PRODUCT_CANCELED"}
+
+// kind names the notification, as its event type: Google's name of its type.
 func (n notification) kind() string {
 	switch {
 	case n.SubscriptionNotification != nil:
-		return "subscription." + strconv.Itoa(n.SubscriptionNotification.NotificationType)
+		t := n.SubscriptionNotification.NotificationType
+		if name, ok := SubscriptionTypes[t]; ok {
+			return name
+		}
+		return "subscription." + strconv.Itoa(t)
 	case n.VoidedPurchaseNotification != nil:
 		return "voided"
 	case n.OneTimeProductNotification != nil:
+		if name, ok := oneTimeProductTypes[n.OneTimeProductNotification.NotificationType]; ok {
+			return name
+		}
 		return "one_time_product"
 	case n.TestNotification != nil:
 		return "test"

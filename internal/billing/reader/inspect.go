@@ -76,7 +76,7 @@ func (s *Reader) Inspect(ctx context.Context, userID string) (UserReport, error)
 		end := timePtr(sub.CurrentPeriodEnd)
 		r.Subscriptions = append(r.Subscriptions, ReportSubscription{
 			Provider: sub.Provider, ID: sub.ProviderSubscriptionID, Status: billing.StatusShown(sub.Status, end, now), StoreStatus: sub.Status, CurrentPeriodEnd: end,
-			Plan: sub.PlanKey, LastEventID: stringPtr(sub.LastEventID), LastEventType: stringPtr(sub.LastEventType), LastEventAt: timePtr(sub.LastEventAt),
+			Plan: sub.PlanKey, LastEventID: stringPtr(sub.LastEventID), LastEventType: nonEmpty(sub.LastEventType), LastEventAt: timePtr(sub.LastEventAt),
 		})
 	}
 	if r.Billing, err = s.View(ctx, userID); err != nil {
@@ -111,4 +111,11 @@ func timePtr(t sql.NullTime) *time.Time {
 	}
 	u := t.Time.UTC()
 	return &u
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -154,11 +154,12 @@ func (q *Queries) CustomerDeliveries(ctx context.Context, userID string) ([]Cust
 
 const customerSubscriptions = `-- name: CustomerSubscriptions :many
 select ps.provider, ps.provider_subscription_id, ps.provider_customer_id, s.status, s.current_period_end, p.key as plan_key, p.name as plan_name,
-       ps.amount, ps.currency, ps.billing_period, ps.last_event_type, ps.last_event_at, s.updated_at
+       ps.amount, ps.currency, ps.billing_period, coalesce(le.event_type, ps.last_event_type, '') as last_event_type, ps.last_event_at, s.updated_at
 from subscriptions s
 join billing_customers c on c.id = s.billing_customer_id
 join provider_subscriptions ps on ps.id = s.provider_subscription_id
 join plans p on p.id = s.plan_id
+left join provider_events le on le.provider = ps.provider and le.provider_event_id = ps.last_event_id
 where c.user_id = $1
 order by s.updated_at desc, s.id desc
 `
@@ -174,11 +175,12 @@ type CustomerSubscriptionsRow struct {
 	Amount                 sql.NullInt64
 	Currency               sql.NullString
 	BillingPeriod          sql.NullString
-	LastEventType          sql.NullString
+	LastEventType          string
 	LastEventAt            sql.NullTime
 	UpdatedAt              time.Time
 }
 
+// The last event's type as users show gives it (UserSubscriptions): the stored event's own.
 func (q *Queries) CustomerSubscriptions(ctx context.Context, userID string) ([]CustomerSubscriptionsRow, error) {
 	rows, err := q.db.QueryContext(ctx, customerSubscriptions, userID)
 	if err != nil {

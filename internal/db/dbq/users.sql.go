@@ -46,11 +46,12 @@ func (q *Queries) UserCustomers(ctx context.Context, userID string) ([]UserCusto
 
 const userSubscriptions = `-- name: UserSubscriptions :many
 select ps.provider, ps.provider_subscription_id, s.status, s.current_period_end, p.key as plan_key,
-       ps.last_event_id, ps.last_event_type, ps.last_event_at
+       ps.last_event_id, coalesce(le.event_type, ps.last_event_type, '') as last_event_type, ps.last_event_at
 from subscriptions s
 join billing_customers c on c.id = s.billing_customer_id
 join provider_subscriptions ps on ps.id = s.provider_subscription_id
 join plans p on p.id = s.plan_id
+left join provider_events le on le.provider = ps.provider and le.provider_event_id = ps.last_event_id
 where c.user_id = $1
 order by s.updated_at desc, s.id desc
 `
@@ -62,10 +63,13 @@ type UserSubscriptionsRow struct {
 	CurrentPeriodEnd       sql.NullTime
 	PlanKey                string
 	LastEventID            sql.NullString
-	LastEventType          sql.NullString
+	LastEventType          string
 	LastEventAt            sql.NullTime
 }
 
+// The last event's type is the stored event's own (Google Play's SUBSCRIPTION_RENEWED),
+// not the type its state was recorded under (a read of Google's API): tollgate.backfill
+// only for a read that no event brought.
 func (q *Queries) UserSubscriptions(ctx context.Context, userID string) ([]UserSubscriptionsRow, error) {
 	rows, err := q.db.QueryContext(ctx, userSubscriptions, userID)
 	if err != nil {

@@ -74,12 +74,14 @@ where e.subscription_id = sqlc.arg(id) and e.provider = sqlc.arg(provider) and e
 limit 50;
 
 -- name: CustomerSubscriptions :many
+-- The last event's type as users show gives it (UserSubscriptions): the stored event's own.
 select ps.provider, ps.provider_subscription_id, ps.provider_customer_id, s.status, s.current_period_end, p.key as plan_key, p.name as plan_name,
-       ps.amount, ps.currency, ps.billing_period, ps.last_event_type, ps.last_event_at, s.updated_at
+       ps.amount, ps.currency, ps.billing_period, coalesce(le.event_type, ps.last_event_type, '') as last_event_type, ps.last_event_at, s.updated_at
 from subscriptions s
 join billing_customers c on c.id = s.billing_customer_id
 join provider_subscriptions ps on ps.id = s.provider_subscription_id
 join plans p on p.id = s.plan_id
+left join provider_events le on le.provider = ps.provider and le.provider_event_id = ps.last_event_id
 where c.user_id = sqlc.arg(user_id)
 order by s.updated_at desc, s.id desc;
 
