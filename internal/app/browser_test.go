@@ -201,12 +201,12 @@ func TestBrowserJourneys(t *testing.T) {
 			t.Fatalf("after the link at %s", location())
 		}
 		run("sign out", chromedp.Click(chromedp.CSS("form button.secondary")), chromedp.WaitVisible(chromedp.CSS("#email")))
-		run("open it again", chromedp.Navigate(e.Link), chromedp.WaitVisible(chromedp.CSS(".alert")), screenshot("used-link"))
+		run("open it again", chromedp.Navigate(e.Link), chromedp.WaitVisible(chromedp.CSS(".flash.info")), screenshot("used-link"))
 		// The browser keeps the identity service's error fragment across our redirect
 		// (#error=…&error_code=otp_expired…); the page takes it out of the address bar
 		// once it has shown what it meant.
-		if !strings.Contains(textOf(".alert"), "That link has expired or was already used") {
-			t.Fatalf("used link at %s: %q", location(), textOf(".alert"))
+		if !strings.Contains(textOf(".flash.info"), "That link was already used, or has expired") {
+			t.Fatalf("used link at %s: %q", location(), textOf(".flash.info"))
 		}
 		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.location.hash === "" && window.location.pathname === "/session/new"`,
 			chromedp.WithPollingTimeout(5*time.Second))); err != nil {

@@ -128,8 +128,10 @@ func rgb(hex string) (int, int, int) {
 	return int(n >> 16 & 0xff), int(n >> 8 & 0xff), int(n & 0xff)
 }
 
-// emailBreaks writes an e-mail address so that a narrow screen wraps it where a reader
-// expects, before the @ and after a dot, rather than mid-word.
+// emailBreaks writes an e-mail address so that it is never broken while it fits: it is
+// one box (class "address", an inline-block), which moves whole to the next line when the
+// rest of its line is too short. Only an address wider than the whole line wraps, where a
+// reader expects, before the @ and after a dot, rather than mid-word.
 func emailBreaks(email string) template.HTML {
 	local, domain, ok := strings.Cut(email, "@")
 	dotted := func(s string) string {
@@ -140,7 +142,7 @@ func emailBreaks(email string) template.HTML {
 		return strings.Join(parts, ".<wbr>")
 	}
 	if !ok {
-		return template.HTML(dotted(email))
+		return template.HTML(`<span class="address">` + dotted(email) + `</span>`)
 	}
-	return template.HTML(dotted(local) + "<wbr>@" + dotted(domain))
+	return template.HTML(`<span class="address">` + dotted(local) + "<wbr>@" + dotted(domain) + `</span>`)
 }

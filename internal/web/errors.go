@@ -14,22 +14,23 @@ var (
 	errNoRecipient     = errors.New("neither an email address nor a phone number")
 )
 
-// failure is the forms' one mapping of an error to the status and alert a form shows: the
-// forms' own refusals, the identity service's, and failures of the identity service or the
-// database (5xx, timeouts, garbage), which answer 503 "temporarily unavailable" with the
+// failure is the forms' one mapping of an error to the status and alert the form name
+// shows: the forms' own refusals, the identity service's, and failures of the identity
+// service or the database (5xx, timeouts, garbage), which answer 503 "temporarily
+// unavailable" — naming what the form does: sign-up, a password reset or sign-in — with the
 // values kept.
-func failure(err error) (status int, alert string) {
+func failure(err error, name string) (status int, alert string) {
 	switch {
 	case errors.Is(err, errPasswordTooLong):
 		return http.StatusUnprocessableEntity, msgPasswordTooLong
 	case errors.Is(err, errNoRecipient):
 		return http.StatusUnprocessableEntity, "Enter your email address."
 	case errors.Is(err, identity.ErrNotConfigured):
-		return http.StatusServiceUnavailable, msgNotConfigured
+		return http.StatusServiceUnavailable, notConfigured(name)
 	}
 	e, ok := identity.AsError(err)
 	if !ok {
-		return http.StatusServiceUnavailable, msgUnavailable
+		return http.StatusServiceUnavailable, unavailable(name)
 	}
 	switch {
 	case e.Kind() != "" && e.Message != "":
@@ -38,10 +39,34 @@ func failure(err error) (status int, alert string) {
 		return http.StatusTooManyRequests, msgTooManyEmails
 	case e.Code == "email_not_confirmed":
 		return http.StatusUnprocessableEntity, "Please confirm your email address first; check your inbox for the link."
-	case (e.Code == "same_password" || e.Code == "otp_expired") && e.Message != "":
+	case e.Code == "otp_expired":
+		// The identity service says "Token has expired or is invalid": the form asks for a code.
+		return http.StatusUnprocessableEntity, msgCodeWrong
+	case e.Code == "same_password" && e.Message != "":
 		return http.StatusUnprocessableEntity, e.Message
 	}
 	return http.StatusUnprocessableEntity, msgInvalidCredentials
+}
+
+// activity is what the form name does, as its messages name it.
+func activity(name string) string {
+	switch name {
+	case "registration_new":
+		return "Sign-up"
+	case "passwords_new", "passwords_edit":
+		return "Password reset"
+	}
+	return "Sign-in"
+}
+
+// unavailable is the alert of a form whose identity service or database failed.
+func unavailable(name string) string {
+	return activity(name) + " is temporarily unavailable. Please try again in a moment."
+}
+
+// notConfigured is the alert of a form on a server with no identity service.
+func notConfigured(name string) string {
+	return activity(name) + " is not set up on this server yet: its AUTH_URL does not name an identity service."
 }
 
 // refuse re-renders the form name with the answer to err, logging why once (action names
@@ -50,7 +75,7 @@ func failure(err error) (status int, alert string) {
 func (w *Web) refuse(rw http.ResponseWriter, r *http.Request, action, name string, p page, err error) {
 	w.logFailure(r, action, err)
 	var status int
-	status, p.Alert = failure(err)
+	status, p.Alert = failure(err, name)
 	w.render(rw, r, status, name, p)
 }
 
@@ -77,7 +102,7 @@ func (w *Web) sessionFailed(rw http.ResponseWriter, r *http.Request, err error) 
 	w.logFailure(r, "session", err)
 	name, p := w.formOf(r)
 	var status int
-	status, p.Alert = failure(err)
+	status, p.Alert = failure(err, name)
 	w.write(rw, r, status, name, p)
 }
 

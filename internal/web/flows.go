@@ -77,6 +77,11 @@ func (w *Web) oauthCallback(rw http.ResponseWriter, r *http.Request) {
 	if code == "" || q.Get("error") != "" || q.Get("error_code") != "" {
 		w.opts.Log.InfoContext(r.Context(), "sign-in callback without a code", "error", q.Get("error"), "error_code", q.Get("error_code"))
 		key, message := callbackFailure(q.Get("error"), q.Get("error_code"))
+		if message == msgLinkUsed && w.sessions.GetString(r.Context(), keyAccessToken) != "" {
+			// Opened again in the browser it signed in: the address was confirmed then.
+			w.redirect(rw, r, "/", keyInfo, msgAlreadyUsedIn)
+			return
+		}
 		w.redirect(rw, r, "/session/new", key, message)
 		return
 	}
@@ -126,7 +131,9 @@ func (w *Web) oauthCallback(rw http.ResponseWriter, r *http.Request) {
 // alert or, when nothing went wrong but a step is left, a notice.
 func callbackFailure(errorParam, errorCode string) (key, message string) {
 	switch {
-	case errorCode == "otp_expired", errorCode == "flow_state_not_found", errorCode == "flow_state_expired", errorCode == "bad_code_verifier":
+	case errorCode == "otp_expired":
+		return keyInfo, msgLinkUsed
+	case errorCode == "flow_state_not_found", errorCode == "flow_state_expired", errorCode == "bad_code_verifier":
 		return keyAlert, msgLinkProblem
 	case errorCode == "provider_email_needs_verification":
 		// The OAuth provider vouched for no address: the identity service e-mailed a

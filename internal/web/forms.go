@@ -14,18 +14,22 @@ const MaxPasswordBytes = 72
 
 const (
 	msgInvalidCredentials = "Invalid credentials"
-	msgUnavailable        = "Sign-in is temporarily unavailable. Please try again in a moment."
-	msgNotConfigured      = "Sign-in is not set up on this server yet: its AUTH_URL does not name an identity service."
 	msgPasswordTooLong    = "Passwords can be at most 72 bytes long. Please choose a shorter one."
 	msgCheckEmail         = "Check your email to confirm your account"
 	msgResetSent          = "If that address has an account, we sent instructions to reset your password."
 	msgCodeSent           = "We sent you a code"
+	msgCodeWrong          = "That code is not right, or has expired. Check it, or ask for a new one."
 	msgLinkSent           = "We sent you an email."
 	msgPasswordUpdated    = "Your password has been updated"
 	msgSignedOut          = "You have been signed out."
 	msgSessionEnded       = "Your session has ended. Please sign in again."
 	msgTooManyEmails      = "Too many messages were sent. Please wait a few minutes and try again."
 	msgLinkProblem        = "That link has expired or was already used. Please start again."
+	// msgLinkUsed: a link the identity service no longer knows — used already, or expired.
+	// A confirmation link opened twice is the usual case, and its address is confirmed, so
+	// this is information, not an alarm; the callback cannot tell which it was.
+	msgLinkUsed      = "That link was already used, or has expired. If it was the link confirming your email address, the address is confirmed: sign in below. Otherwise, ask for a new link."
+	msgAlreadyUsedIn = "That link was already used: your email address is confirmed, and you are signed in."
 	msgResetNeedsLink     = "Open the link in your password reset email to choose a new password."
 	msgCancelled          = "Sign-in was cancelled."
 	msgSignInFailed       = "Sign-in failed. Please try again."
@@ -203,7 +207,7 @@ func (w *Web) sendOTP(rw http.ResponseWriter, r *http.Request) {
 	pkce := identity.NewPKCE()
 	err := w.opts.Identity.SendOTP(r.Context(), email, phone, false, w.callbackURL(), pkce)
 	// Only outages and rate limits are shown: an unknown address must look like a known one.
-	if status, _ := failure(err); err != nil && (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) {
+	if status, _ := failure(err, "otp_new"); err != nil && (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) {
 		w.refuse(rw, r, "code request", "otp_new", page{Title: titleOTPRequest, Email: email}, err)
 		return
 	} else if err != nil {

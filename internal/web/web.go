@@ -26,6 +26,7 @@ import (
 	"github.com/tollgate/tollgate/internal/identity"
 	"github.com/tollgate/tollgate/internal/knownusers"
 	"github.com/tollgate/tollgate/internal/ratelimit"
+	"github.com/tollgate/tollgate/internal/route"
 )
 
 //go:embed templates/*.html
@@ -218,13 +219,30 @@ func (w *Web) redirect(rw http.ResponseWriter, r *http.Request, target, key, mes
 func (w *Web) oauthLinks() []oauthLink {
 	var links []oauthLink
 	for _, id := range w.opts.OAuthProviders {
-		label := id
-		if id != "" {
-			label = strings.ToUpper(id[:1]) + id[1:]
-		}
-		links = append(links, oauthLink{ID: id, Label: label})
+		links = append(links, oauthLink{ID: id, Label: oauthLabel(id)})
 	}
 	return links
+}
+
+// oauthNames are the providers' own spellings of their names, where capitalising the
+// identity service's id would misspell them ("Github", "Linkedin_oidc").
+var oauthNames = map[string]string{
+	"github": "GitHub", "gitlab": "GitLab", "linkedin_oidc": "LinkedIn", "linkedin": "LinkedIn",
+	"workos": "WorkOS", "bitbucket": "Bitbucket", "keycloak": "Keycloak", "azure": "Microsoft",
+	"twitter": "X (Twitter)", "x": "X", "kakao": "Kakao", "spotify": "Spotify", "twitch": "Twitch",
+	"zoom": "Zoom", "slack_oidc": "Slack", "slack": "Slack", "figma": "Figma", "notion": "Notion",
+	"apple": "Apple", "google": "Google", "facebook": "Facebook", "discord": "Discord",
+}
+
+// oauthLabel is what the sign-in button calls the provider whose id is id.
+func oauthLabel(id string) string {
+	if name, ok := oauthNames[id]; ok {
+		return name
+	}
+	if id == "" {
+		return id
+	}
+	return strings.ToUpper(id[:1]) + id[1:]
 }
 
 // securityHeaders go on every HTML response. Referrer-Policy no-referrer is
@@ -300,7 +318,15 @@ func (w *Web) tooManyRequests(rw http.ResponseWriter, r *http.Request) {
 		Alert: "Too many attempts. Please wait a minute and try again."})
 }
 
+// forbidden answers a state-changing request from another site. The refusal comes before
+// the routes, so it tells the access log itself which path was refused (a reset link's
+// segment as the pattern's {token}).
 func (w *Web) forbidden(rw http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	if strings.HasPrefix(path, "/passwords/") {
+		path = "/passwords/{token}"
+	}
+	route.Record(r, "cross-origin refused", path)
 	w.write(rw, r, http.StatusForbidden, "message", page{Title: "Request refused",
 		Alert: "This form was submitted from another site, so it was refused. Please use the form on this site."})
 }
