@@ -28,12 +28,12 @@ const (
 	// msgLinkUsed: a link the identity service no longer knows — used already, or expired.
 	// A confirmation link opened twice is the usual case, and its address is confirmed, so
 	// this is information, not an alarm; the callback cannot tell which it was.
-	msgLinkUsed      = "That link was already used, or has expired. If it was the link confirming your email address, the address is confirmed: sign in below. Otherwise, ask for a new link."
-	msgAlreadyUsedIn = "That link was already used: your email address is confirmed, and you are signed in."
-	msgResetNeedsLink     = "Open the link in your password reset email to choose a new password."
-	msgCancelled          = "Sign-in was cancelled."
-	msgSignInFailed       = "Sign-in failed. Please try again."
-	msgEmailConfirmed     = "Your email address is confirmed. Please sign in."
+	msgLinkUsed       = "That link was already used, or has expired. If it was the link confirming your email address, the address is confirmed: sign in below. Otherwise, ask for a new link."
+	msgAlreadyUsedIn  = "That link was already used: your email address is confirmed, and you are signed in."
+	msgResetNeedsLink = "Open the link in your password reset email to choose a new password."
+	msgCancelled      = "Sign-in was cancelled."
+	msgSignInFailed   = "Sign-in failed. Please try again."
+	msgEmailConfirmed = "Your email address is confirmed. Please sign in."
 	// msgOtherBrowser: the callback cannot tell which kind of link it was: every kind comes
 	// back to the one callback address (so that an identity service's allow list needs one
 	// entry), and only the browser that asked for it holds its kind. So it says, as
