@@ -94,20 +94,32 @@ func reconcileProviders(e env, named string) ([]string, error) {
 		}
 		return []string{named}, nil
 	}
-	var on, needs []string
+	var on, standIns, needs []string
 	for _, s := range e.stores {
 		if s.API == nil {
 			continue
 		}
 		needs = append(needs, s.API.Needs)
-		if s.On(e.cfg) && s.API.On(e.cfg) && (s.API.OnlyNamed == nil || !s.API.OnlyNamed(e.cfg)) {
+		switch {
+		case !s.On(e.cfg) || !s.API.On(e.cfg):
+		case s.API.OnlyNamed != nil && s.API.OnlyNamed(e.cfg):
+			standIns = append(standIns, s.Name) // a development stand-in, inside a running serve
+		default:
 			on = append(on, s.Name)
 		}
 	}
-	if len(on) == 0 {
-		return nil, fmt.Errorf("no provider's API is configured. %s", strings.Join(needs, "; "))
+	if len(on) > 0 {
+		return on, nil
 	}
-	return on, nil
+	if len(standIns) > 0 {
+		var commands []string
+		for _, name := range standIns {
+			commands = append(commands, "tollgate reconcile --provider "+name)
+		}
+		return nil, fmt.Errorf("no store's own API is configured, but the development stand-in for %s can be reconciled while serve runs: %s. "+
+			"To reconcile a real store: %s", strings.Join(standIns, " and "), strings.Join(commands, ", or "), strings.Join(needs, "; "))
+	}
+	return nil, fmt.Errorf("no provider's API is configured. %s", strings.Join(needs, "; "))
 }
 
 // reconcilable are the stores whose API tollgate reads.

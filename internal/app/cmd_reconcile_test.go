@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -106,5 +107,45 @@ func TestServeReconcilesAtStartAndWindsDownOnStop(t *testing.T) {
 	}
 	if code, out, errOut := runCmd(context.Background(), env, "reconcile"); code != 0 {
 		t.Fatalf("a pass by hand right after serve stopped: exit %d %s%s", code, out, errOut)
+	}
+}
+
+// TestStandInsKeepWhatTheyWereToldAcrossARestart: in development the stand-ins for Google
+// Play and Paddle keep, in the database, what they were told; a serve restarted still
+// reports every earlier purchase, so that replaying its event, or reconciling against
+// the stand-in, finds it rather than "unknown to Google".
+func TestStandInsKeepWhatTheyWereToldAcrossARestart(t *testing.T) {
+	ctx := context.Background()
+	env := testEnv(t, map[string]string{"APP_ENV": "development", "PADDLE_WEBHOOK_SECRET": "pdl_ntfset_standins"})
+	migrateAndSyncPlans(t, env)
+	// With no store's API configured, reconcile names the stand-in that can run.
+	playOnly := maps.Clone(env)
+	delete(playOnly, "PADDLE_WEBHOOK_SECRET")
+	if code, _, errOut := runCmd(ctx, playOnly, "reconcile"); code != 1 || !strings.Contains(errOut, "the development stand-in for playstore can be reconciled while serve runs: tollgate reconcile --provider playstore") {
+		t.Errorf("reconcile with no API configured: exit %d %q", code, errOut)
+	}
+	stop := startServe(t, env)
+	const user = "0e7a1c52-1f0b-4c1e-9a55-0000000000aa"
+	if code, out, errOut := runCmd(ctx, env, "webhook", "send", "--provider", "playstore", "--user", user); code != 0 || !strings.Contains(out, "outcome: applied") {
+		t.Fatalf("a Play purchase: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCmd(ctx, env, "webhook", "send", "--provider", "paddle", "--now", "--user", user,
+		"--file", "../billing/testdata/paddle/subscription.created.json"); code != 0 || !strings.Contains(out, "outcome: applied") {
+		t.Fatalf("a Paddle subscription: exit %d\n%s%s", code, out, errOut)
+	}
+	stop()
+	startServe(t, env)
+	for _, provider := range []string{"playstore", "paddle"} {
+		code, out, errOut := runCmd(ctx, env, "reconcile", "--provider", provider)
+		if code != 0 || !strings.Contains(out, "reconcile "+provider+": 1 checked, 0 drifted") {
+			t.Errorf("reconcile --provider %s after a restart: exit %d\n%s%s", provider, code, out, errOut)
+		}
+	}
+	code, out, errOut := runCmd(ctx, env, "events", "replay", "--provider", "playstore")
+	if code != 0 || strings.Contains(out+errOut, "unknown to Google") {
+		t.Errorf("replaying the Play purchase after a restart: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := runCmd(ctx, env, "entitlements", "check", user, "exports"); code != 0 {
+		t.Errorf("after the restart and the replay the user is not entitled: %s", out)
 	}
 }

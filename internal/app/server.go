@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +19,7 @@ import (
 	"github.com/tollgate/tollgate/internal/config"
 	"github.com/tollgate/tollgate/internal/console"
 	"github.com/tollgate/tollgate/internal/db"
+	"github.com/tollgate/tollgate/internal/db/dbq"
 	"github.com/tollgate/tollgate/internal/devidentity"
 	"github.com/tollgate/tollgate/internal/identity"
 	"github.com/tollgate/tollgate/internal/knownusers"
@@ -153,7 +157,11 @@ func (s *Server) startStandIns(ctx context.Context) (*http.Client, error) {
 		if store.StandIn == nil || !store.On(s.cfg) {
 			continue
 		}
-		standIn, err := store.StandIn(s.cfg)
+		kept, err := s.keptFor(ctx, store.Name)
+		if err != nil {
+			return nil, err
+		}
+		standIn, err := store.StandIn(s.cfg, kept)
 		if err != nil {
 			return nil, err
 		}
@@ -162,6 +170,24 @@ func (s *Server) startStandIns(ctx context.Context) (*http.Client, error) {
 		}
 	}
 	return identityClient, nil
+}
+
+// keptFor is where the development stand-in of the store name keeps what it was told: a
+// row of dev_standins, so that a serve restarted in development remembers every purchase.
+// A save that fails is logged, not fatal: the stand-in still answers from memory.
+func (s *Server) keptFor(ctx context.Context, name string) (stores.Kept, error) {
+	q := dbq.New(s.db)
+	saved, err := q.DevStandInState(ctx, name)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return stores.Kept{}, err
+	}
+	return stores.Kept{Saved: []byte(saved), Save: func(state []byte) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := q.SaveDevStandInState(ctx, dbq.SaveDevStandInStateParams{Name: name, State: string(state), Now: time.Now().UTC()}); err != nil {
+			s.env.log.Warn("the development stand-in could not keep what it was told", "store", name, "error", err)
+		}
+	}}, nil
 }
 
 // Open prepares a server for a program built on tollgate, as "tollgate serve" does: the

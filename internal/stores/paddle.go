@@ -50,11 +50,15 @@ var paddleStore = Store{Name: paddle.Provider, Display: "Paddle",
 	},
 	API: &API{On: func(cfg config.Config) bool { return cfg.Paddle.APIKey != "" }, Lists: true,
 		Needs: "PADDLE_API_KEY: is required to read Paddle's subscriptions (an API key with the subscriptions read permission)"},
-	StandIn: func(cfg config.Config) (*StandIn, error) {
+	StandIn: func(cfg config.Config, kept Kept) (*StandIn, error) {
 		if !cfg.Paddle.Dev {
 			return nil, nil
 		}
-		return &StandIn{Path: config.DevPaddlePath, Handler: paddledev.New(cfg.Paddle.APIBase).Handler(),
+		standIn := paddledev.New(cfg.Paddle.APIBase)
+		if err := standIn.Keep(kept.Saved, kept.Save); err != nil {
+			return nil, err
+		}
+		return &StandIn{Path: config.DevPaddlePath, Handler: standIn.Handler(),
 			Warn: "Paddle's API through the development stand-in on " + cfg.Paddle.APIBase + ": set PADDLE_API_KEY to call Paddle"}, nil
 	},
 }

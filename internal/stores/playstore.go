@@ -83,12 +83,12 @@ func openPlayStore(cfg config.Config) (Opened, error) {
 }
 
 // playStandIn is the development stand-in for Google, in development with no package set.
-func playStandIn(cfg config.Config) (*StandIn, error) {
+func playStandIn(cfg config.Config, kept Kept) (*StandIn, error) {
 	play := cfg.PlayStore
 	if !play.Dev {
 		return nil, nil
 	}
-	google, err := playdev.New(playdev.Config{Audience: play.PushAudience, ServiceAccount: play.PushServiceAccount})
+	google, err := playdev.New(playdev.Config{Audience: play.PushAudience, ServiceAccount: play.PushServiceAccount, Saved: kept.Saved, Save: kept.Save})
 	if err != nil {
 		return nil, err
 	}

@@ -51,8 +51,8 @@ type Store struct {
 	// API says which settings let tollgate read the store's API (reconcile, catch-up).
 	API *API
 	// StandIn is the development stand-in for the store's API, when the configuration
-	// asks for one (nil, nil when it does not).
-	StandIn func(config.Config) (*StandIn, error)
+	// asks for one (nil, nil when it does not), starting from what kept holds.
+	StandIn func(cfg config.Config, kept Kept) (*StandIn, error)
 	// SyncEngine reads the store's subscriptions from its own sync engine's mirror in the
 	// database (WEB_INGESTION=sync_engine) instead of from its webhooks.
 	SyncEngine *SyncEngine
@@ -117,6 +117,14 @@ func (q ListQuery) Scope() string {
 		parts = append(parts, "customer="+q.Customer)
 	}
 	return strings.Join(parts, " ")
+}
+
+// Kept is where a development stand-in keeps what it was told, so that a serve restarted
+// in development still knows it (serve keeps it in its database): Saved is what it held
+// last, Save is given what it holds after each change.
+type Kept struct {
+	Saved []byte
+	Save  func(state []byte)
 }
 
 // StandIn is a development stand-in for a store's API, served on loopback only.

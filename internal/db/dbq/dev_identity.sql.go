@@ -102,6 +102,34 @@ func (q *Queries) DevIdentityUserByID(ctx context.Context, id string) (DevIdenti
 	return i, err
 }
 
+const devStandInState = `-- name: DevStandInState :one
+select state from dev_standins where name = $1
+`
+
+// What a development stand-in for a store's API was last told (dev_standins).
+func (q *Queries) DevStandInState(ctx context.Context, name string) (string, error) {
+	row := q.db.QueryRowContext(ctx, devStandInState, name)
+	var state string
+	err := row.Scan(&state)
+	return state, err
+}
+
+const saveDevStandInState = `-- name: SaveDevStandInState :exec
+insert into dev_standins (name, state, updated_at) values ($1, $2, $3)
+on conflict (name) do update set state = excluded.state, updated_at = excluded.updated_at
+`
+
+type SaveDevStandInStateParams struct {
+	Name  string
+	State string
+	Now   time.Time
+}
+
+func (q *Queries) SaveDevStandInState(ctx context.Context, arg SaveDevStandInStateParams) error {
+	_, err := q.db.ExecContext(ctx, saveDevStandInState, arg.Name, arg.State, arg.Now)
+	return err
+}
+
 const setDevIdentityPassword = `-- name: SetDevIdentityPassword :exec
 update dev_identity_users set password_hash = $1 where id = $2
 `

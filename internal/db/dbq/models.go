@@ -60,6 +60,12 @@ type DevIdentityUser struct {
 	CreatedAt    time.Time
 }
 
+type DevStandin struct {
+	Name      string
+	State     string
+	UpdatedAt time.Time
+}
+
 type Entitlement struct {
 	ID        int64
 	Name      string

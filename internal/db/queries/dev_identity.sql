@@ -20,3 +20,11 @@ on conflict (email) do nothing;
 
 -- name: SetDevIdentityPassword :exec
 update dev_identity_users set password_hash = sqlc.arg(password_hash) where id = sqlc.arg(id);
+
+-- name: DevStandInState :one
+-- What a development stand-in for a store's API was last told (dev_standins).
+select state from dev_standins where name = sqlc.arg(name);
+
+-- name: SaveDevStandInState :exec
+insert into dev_standins (name, state, updated_at) values (sqlc.arg(name), sqlc.arg(state), sqlc.arg(now))
+on conflict (name) do update set state = excluded.state, updated_at = excluded.updated_at;

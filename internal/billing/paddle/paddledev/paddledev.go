@@ -27,6 +27,24 @@ type Paddle struct {
 	reads int
 	// MaxPerPage caps a page, as Paddle caps it at 200: tests set less, to read several.
 	MaxPerPage int
+	// save, when set, is given the subscriptions held after each change (Keep).
+	save func(state []byte)
+}
+
+// Keep has the stand-in start from the subscriptions saved holds (as save was given them
+// by an earlier stand-in) and give save what it holds after every change: a development
+// server restarted still lists every subscription it was told. save runs while the
+// stand-in is locked, so it must not call back into it.
+func (p *Paddle) Keep(saved []byte, save func(state []byte)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(saved) > 0 {
+		if err := json.Unmarshal(saved, &p.subs); err != nil {
+			return fmt.Errorf("the Paddle stand-in's saved state: %w", err)
+		}
+	}
+	p.save = save
+	return nil
 }
 
 // Transaction is a transaction POST /transactions made.
@@ -53,6 +71,11 @@ func (p *Paddle) Put(subscription json.RawMessage) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.subs[sub.ID] = subscription
+	if p.save != nil {
+		if state, err := json.Marshal(p.subs); err == nil {
+			p.save(state)
+		}
+	}
 	return nil
 }
 

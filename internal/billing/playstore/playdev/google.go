@@ -16,6 +16,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net/http"
 	"slices"
@@ -34,6 +35,12 @@ const accessToken = "playdev-access-token"
 // subscription's do: the audience (the webhook's URL) and the signing service account.
 type Config struct {
 	Audience, ServiceAccount string
+	// Saved is what an earlier stand-in was told (as Save was given it), to start from.
+	Saved []byte
+	// Save, when set, is given what the stand-in was told after every change: purchases,
+	// voids and acknowledgements. It runs while the stand-in is locked, so it must not
+	// call back into it.
+	Save func(state []byte)
 }
 
 // Google is the stand-in. Its handler serves at a base URL the caller chooses.
@@ -55,14 +62,18 @@ type Google struct {
 	Clock func() time.Time
 }
 
-// New makes a stand-in with a fresh push key.
+// New makes a stand-in with a fresh push key, knowing what cfg.Saved holds.
 func New(cfg Config) (*Google, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, err
 	}
-	return &Google{cfg: cfg, pushKey: key, purchases: map[string]*androidpublisher.SubscriptionPurchaseV2{},
-		products: map[string]*androidpublisher.ProductPurchase{}, acks: map[string]int{}, ackedAs: map[string]string{}, Clock: time.Now}, nil
+	g := &Google{cfg: cfg, pushKey: key, purchases: map[string]*androidpublisher.SubscriptionPurchaseV2{},
+		products: map[string]*androidpublisher.ProductPurchase{}, acks: map[string]int{}, ackedAs: map[string]string{}, Clock: time.Now}
+	if err := g.restore(cfg.Saved); err != nil {
+		return nil, fmt.Errorf("the Google Play stand-in's saved state: %w", err)
+	}
+	return g, nil
 }
 
 // Handler serves the stand-in's routes, relative to its base URL.
@@ -123,6 +134,7 @@ func (g *Google) SetPurchase(token string, p *androidpublisher.SubscriptionPurch
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.purchases[token] = p
+	g.changed()
 }
 
 // SetProduct makes Google know token's one-time product purchase as p.
@@ -130,6 +142,7 @@ func (g *Google) SetProduct(token string, p *androidpublisher.ProductPurchase) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.products[token] = p
+	g.changed()
 }
 
 // Reads are when each purchase was read, in order.
@@ -258,6 +271,7 @@ func (g *Google) acknowledge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.acks[token]++
+	g.changed()
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -15,6 +15,7 @@ func (g *Google) Void(v androidpublisher.VoidedPurchase) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.voided = append(g.voided, &v)
+	g.changed()
 }
 
 // voidedKept is how far back Google keeps voided purchases.
