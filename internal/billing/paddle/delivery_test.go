@@ -105,6 +105,12 @@ func TestAPaddleSubscriberLivesThroughItsPeriods(t *testing.T) {
 		if got := h.Answer(t, user); got != "false expired free 2027-01-01T10:00:00Z" {
 			t.Fatalf("after the end: %s", got)
 		}
+		// Canceled is final: a later past_due (a retry's, out of order) brings nothing back,
+		// though a payment through a later date is on record.
+		mustSend(t, h, "subscription.past_due", func(m map[string]any) { m["occurred_at"] = "2027-01-02T10:00:00Z" }, "stale")
+		if got := h.Answer(t, user); got != "false expired free 2027-01-01T10:00:00Z" {
+			t.Fatalf("after a past_due that followed the cancellation: %s", got)
+		}
 	})
 }
 

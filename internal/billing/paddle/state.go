@@ -57,14 +57,17 @@ type reading struct {
 	adjustment *adjustment
 }
 
-// fold is stored with r folded in: a subscription newer than the stored one replaces it,
+// fold is stored with r folded in: a subscription newer than the stored one replaces it
+// (unless the stored one is canceled),
 // a payment or a refund is added (a refund's later status replaces its earlier one).
 func fold(s state, r billing.Reading) state {
 	next := s
 	next.Paid, next.Refunds = maps.Clone(s.Paid), maps.Clone(s.Refunds)
 	switch d := r.Decoded.(*reading); {
 	case d.sub != nil:
-		if next.Sub == nil || r.At.After(next.SubAt) {
+		// A canceled subscription is final: Paddle never brings one back, so a later
+		// notification of another status (a retry's past_due, out of order) replaces nothing.
+		if next.Sub == nil || r.At.After(next.SubAt) && (next.Sub.Status != "canceled" || d.sub.Status == "canceled") {
 			next.Sub, next.SubAt = subStateOf(d.sub), r.At
 		}
 		if p := d.sub.CurrentBillingPeriod; d.sub.TransactionID != "" && p != nil {
