@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tollgate/tollgate/internal/stores"
 )
 
 // readmeWalkThroughs are the README's sections whose commands a newcomer runs in order,
@@ -208,6 +210,39 @@ func TestReadmeModuleSetUpBuilds(t *testing.T) {
 		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+	}
+}
+
+// TestReadmeIsAReference: the README stays a reference a newcomer reads in one sitting — at
+// most 350 lines, no dated readings (a measurement "on 2026-11-27" belongs in no README),
+// every store's webhook route in its HTTP surface, and every file it links there.
+func TestReadmeIsAReference(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	if n := strings.Count(readme, "\n"); n > 350 {
+		t.Errorf("the README has %d lines, want at most 350: details belong in docs/", n)
+	}
+	prose := regexp.MustCompile("(?s)```.*?```").ReplaceAllString(readme, "")
+	if dated := regexp.MustCompile(`(?i)\bon \d{4}-\d{2}-\d{2}|\bone day\b|\ba slow day\b`).FindAllString(prose, -1); len(dated) > 0 {
+		t.Errorf("the README has dated readings: %q", dated)
+	}
+	for _, s := range stores.All() {
+		if !strings.Contains(readme, "`POST /billing/webhooks/"+s.Name+"`") {
+			t.Errorf("the README's HTTP surface does not list %s's webhook route", s.Name)
+		}
+	}
+	for _, m := range regexp.MustCompile(`\]\(((?:docs|deploy|examples)/[^)#]+)`).FindAllStringSubmatch(readme, -1) {
+		if _, err := os.Stat("../../" + m[1]); err != nil {
+			t.Errorf("the README links %s, which is not there", m[1])
+		}
+	}
+	for _, file := range []string{"Dockerfile", "deploy/production.env.example"} {
+		if !strings.Contains(readme, file) {
+			t.Errorf("the README's Deploy section does not name %s", file)
 		}
 	}
 }

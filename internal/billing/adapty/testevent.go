@@ -19,8 +19,8 @@ func LooksLike(top map[string]json.RawMessage) bool {
 // adaptyTime is how the mobile provider writes times.
 const adaptyTime = "2006-01-02T15:04:05.000000-0700"
 
-// MoveToNow shifts every time in a mobile event by the same amount, so that the event
-// happens at now; its synthesised id follows its times.
+// MoveToNow moves a mobile event's times so that it happens at now
+// (billing.MoveTimesToNow); its synthesised id follows its times.
 func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	top, err := billing.DecodeEditable(body)
 	if err != nil {
@@ -31,7 +31,7 @@ func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	if !ok || err != nil {
 		return nil, errors.New(`a mobile event needs its "event_datetime"`)
 	}
-	shift(top, now.Sub(t))
+	billing.MoveTimesToNow(top, mobileTimes, t, now)
 	return json.MarshalIndent(top, "", "  ")
 }
 
@@ -48,21 +48,15 @@ func ForUser(body []byte, userID string) ([]byte, error) {
 	return json.MarshalIndent(top, "", "  ")
 }
 
-func shift(v any, delta time.Duration) {
-	switch v := v.(type) {
-	case map[string]any:
-		for key, child := range v {
-			if s, ok := child.(string); ok {
-				if t, err := time.Parse(adaptyTime, s); err == nil {
-					v[key] = t.Add(delta).UTC().Format(adaptyTime)
-				}
-				continue
-			}
-			shift(child, delta)
-		}
-	case []any:
-		for _, child := range v {
-			shift(child, delta)
-		}
+// mobileTimes finds the mobile provider's times: strings in its layout.
+func mobileTimes(_ string, value any) (time.Time, func(time.Time) any, bool) {
+	s, ok := value.(string)
+	if !ok {
+		return time.Time{}, nil, false
 	}
+	t, err := time.Parse(adaptyTime, s)
+	if err != nil {
+		return time.Time{}, nil, false
+	}
+	return t, func(t time.Time) any { return t.UTC().Format(adaptyTime) }, true
 }

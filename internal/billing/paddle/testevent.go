@@ -49,9 +49,9 @@ func ForUser(body []byte, userID string) ([]byte, error) {
 	return json.MarshalIndent(top, "", "  ")
 }
 
-// MoveToNow shifts every time in a notification by the same amount, so that it occurs
-// at now and the periods it describes start at the same offsets from now as they did from
-// it, and gives it a new event_id, so that it is a new delivery.
+// MoveToNow moves a notification's times so that it occurs at now
+// (billing.MoveTimesToNow: the periods of one life's files stay in order), and gives it a
+// new event_id, so that it is a new delivery.
 func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	top, err := billing.DecodeEditable(body)
 	if err != nil {
@@ -61,29 +61,22 @@ func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, errors.New(`a Paddle notification needs its "occurred_at" time`)
 	}
-	shiftTimes(top, now.Sub(occurred))
+	billing.MoveTimesToNow(top, paddleTimes, occurred, now)
 	if id, ok := top["event_id"].(string); ok {
 		top["event_id"] = fmt.Sprintf("%s_now%d", id, now.Unix())
 	}
 	return json.MarshalIndent(top, "", "  ")
 }
 
-// shiftTimes moves every RFC 3339 time in v (a key ending _at) by d.
-func shiftTimes(v any, d time.Duration) {
-	switch v := v.(type) {
-	case map[string]any:
-		for key, child := range v {
-			if s, ok := child.(string); ok && strings.HasSuffix(key, "_at") {
-				if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-					v[key] = t.Add(d).UTC().Format(time.RFC3339Nano)
-				}
-				continue
-			}
-			shiftTimes(child, d)
-		}
-	case []any:
-		for _, child := range v {
-			shiftTimes(child, d)
-		}
+// paddleTimes finds Paddle's times: RFC 3339 in fields named …_at.
+func paddleTimes(key string, value any) (time.Time, func(time.Time) any, bool) {
+	s, ok := value.(string)
+	if !ok || !strings.HasSuffix(key, "_at") {
+		return time.Time{}, nil, false
 	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, nil, false
+	}
+	return t, func(t time.Time) any { return t.UTC().Format(time.RFC3339Nano) }, true
 }

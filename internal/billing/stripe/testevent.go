@@ -19,10 +19,9 @@ func LooksLike(top map[string]json.RawMessage) bool {
 	return billing.Text(top["object"]) == "event" && len(top["data"]) > 0
 }
 
-// MoveToNow shifts every time in a web event by the same amount, so that the event
-// happens at now and the periods it describes start at the same offsets from now as they
-// did from the event, and gives it a new id (the old one plus "_now" and the time), so
-// that it is a new delivery.
+// MoveToNow moves a web event's times so that it happens at now (billing.MoveTimesToNow:
+// the periods of one life's files stay in order), and gives it a new id (the old one plus
+// "_now" and the time), so that it is a new delivery.
 func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	top, err := billing.DecodeEditable(body)
 	if err != nil {
@@ -32,7 +31,7 @@ func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, errors.New(`a web event needs its "created" time`)
 	}
-	shiftUnix(top, now.Unix()-created)
+	billing.MoveTimesToNow(top, unixTimes, time.Unix(created, 0), now)
 	if id, ok := top["id"].(string); ok {
 		top["id"] = fmt.Sprintf("%s_now%d", id, now.Unix())
 	}
@@ -79,21 +78,13 @@ func isUnixTimeKey(key string) bool {
 	return strings.HasSuffix(key, "_at") || strings.HasSuffix(key, "_start") || strings.HasSuffix(key, "_end") || strings.HasSuffix(key, "_date")
 }
 
-func shiftUnix(v any, delta int64) {
-	switch v := v.(type) {
-	case map[string]any:
-		for key, child := range v {
-			if n, err := numberOf(child); err == nil && isUnixTimeKey(key) && n > 1e9 && n < 1e10 {
-				v[key] = json.Number(fmt.Sprint(n + delta))
-				continue
-			}
-			shiftUnix(child, delta)
-		}
-	case []any:
-		for _, child := range v {
-			shiftUnix(child, delta)
-		}
+// unixTimes finds Stripe's times: seconds since the epoch in a time's field.
+func unixTimes(key string, value any) (time.Time, func(time.Time) any, bool) {
+	n, err := numberOf(value)
+	if err != nil || !isUnixTimeKey(key) || n <= 1e9 || n >= 1e10 {
+		return time.Time{}, nil, false
 	}
+	return time.Unix(n, 0), func(t time.Time) any { return json.Number(fmt.Sprint(t.Unix())) }, true
 }
 
 func numberOf(v any) (int64, error) {

@@ -38,9 +38,9 @@ func ForUser(body []byte, userID string) ([]byte, error) {
 	return json.MarshalIndent(top, "", "  ")
 }
 
-// MoveToNow shifts every date in the notification (milliseconds, in fields named …Date) by
-// the same amount, so that it is signed now, and gives it a new notificationUUID, so that
-// it is a new delivery.
+// MoveToNow moves the notification's dates (milliseconds, in fields named …Date) so that
+// it is signed now (billing.MoveTimesToNow: the periods of one life's files stay in order),
+// and gives it a new notificationUUID, so that it is a new delivery.
 func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	top, err := billing.DecodeEditable(body)
 	if err != nil {
@@ -51,26 +51,20 @@ func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	if !ok || err != nil {
 		return nil, errors.New(`an App Store notification needs its "signedDate"`)
 	}
-	shift(top, now.UnixMilli()-ms)
+	billing.MoveTimesToNow(top, appStoreDates, time.UnixMilli(ms), now)
 	top["notificationUUID"] = uuid.NewString()
 	return json.MarshalIndent(top, "", "  ")
 }
 
-func shift(v any, delta int64) {
-	switch v := v.(type) {
-	case map[string]any:
-		for key, child := range v {
-			if n, ok := child.(json.Number); ok && strings.HasSuffix(key, "Date") {
-				if ms, err := n.Int64(); err == nil && ms > 1e12 {
-					v[key] = json.Number(fmt.Sprint(ms + delta))
-				}
-				continue
-			}
-			shift(child, delta)
-		}
-	case []any:
-		for _, child := range v {
-			shift(child, delta)
-		}
+// appStoreDates finds Apple's dates: milliseconds since the epoch in fields named …Date.
+func appStoreDates(key string, value any) (time.Time, func(time.Time) any, bool) {
+	n, ok := value.(json.Number)
+	if !ok || !strings.HasSuffix(key, "Date") {
+		return time.Time{}, nil, false
 	}
+	ms, err := n.Int64()
+	if err != nil || ms <= 1e12 {
+		return time.Time{}, nil, false
+	}
+	return time.UnixMilli(ms), func(t time.Time) any { return json.Number(fmt.Sprint(t.UnixMilli())) }, true
 }

@@ -105,9 +105,10 @@ func ForUser(body []byte, userID string) ([]byte, error) {
 	return json.MarshalIndent(top, "", "  ")
 }
 
-// MoveToNow shifts every time in the event by the same amount (the notification's
-// eventTimeMillis, the purchase's RFC 3339 times and its …Millis), so that it happens at
-// now, and gives it a new message id, so that it is a new delivery.
+// MoveToNow moves the event's times (the notification's eventTimeMillis, the purchase's
+// RFC 3339 times and its …Millis) so that it happens at now (billing.MoveTimesToNow: the
+// periods of one life's files stay in order), and gives it a new message id, so that it is
+// a new delivery.
 func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	top, err := billing.DecodeEditable(body)
 	if err != nil {
@@ -121,42 +122,30 @@ func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	if n == nil || err != nil || at <= 0 {
 		return nil, errors.New(`a Google Play test event needs its notification's "eventTimeMillis"`)
 	}
-	delta := now.UnixMilli() - at
-	shift(top, delta)
+	billing.MoveTimesToNow(top, playTimes, time.UnixMilli(at), now)
 	if id, ok := top["messageId"].(string); ok {
 		top["messageId"] = fmt.Sprintf("%s-now%d", id, now.Unix())
 	}
 	return json.MarshalIndent(top, "", "  ")
 }
 
-// shift moves RFC 3339 times in fields named …Time and milliseconds in fields named
-// …Millis by delta milliseconds.
-func shift(v any, delta int64) {
-	switch v := v.(type) {
-	case map[string]any:
-		for key, child := range v {
-			switch {
-			case strings.HasSuffix(key, "Time"):
-				if s, ok := child.(string); ok {
-					if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-						v[key] = t.Add(time.Duration(delta) * time.Millisecond).UTC().Format(time.RFC3339Nano)
-					}
-					continue
-				}
-			case strings.HasSuffix(key, "Millis"):
-				var ms int64
-				if _, err := fmt.Sscan(fmt.Sprint(child), &ms); err == nil && ms > 1e12 {
-					v[key] = fmt.Sprint(ms + delta)
-					continue
-				}
+// playTimes finds Google's times: RFC 3339 in fields named …Time, milliseconds (a string or
+// a number) in fields named …Millis, written back as a string.
+func playTimes(key string, value any) (time.Time, func(time.Time) any, bool) {
+	switch {
+	case strings.HasSuffix(key, "Time"):
+		if s, ok := value.(string); ok {
+			if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+				return t, func(t time.Time) any { return t.UTC().Format(time.RFC3339Nano) }, true
 			}
-			shift(child, delta)
 		}
-	case []any:
-		for _, child := range v {
-			shift(child, delta)
+	case strings.HasSuffix(key, "Millis"):
+		var ms int64
+		if _, err := fmt.Sscan(fmt.Sprint(value), &ms); err == nil && ms > 1e12 {
+			return time.UnixMilli(ms), func(t time.Time) any { return fmt.Sprint(t.UnixMilli()) }, true
 		}
 	}
+	return time.Time{}, nil, false
 }
 
 func randomHex(n int) string {
