@@ -26,7 +26,7 @@ func cmdWebhookSend(fs *flag.FlagSet) command {
 	fs.StringVar(&file, "file", "", "path of the JSON event to send (required, except for playstore: a new purchase of the plans file's first mobile product)")
 	fs.StringVar(&url, "url", "", "endpoint to POST to (default: PUBLIC_URL/BILLING_MOUNT/webhooks/PROVIDER)")
 	fs.StringVar(&user, "user", "", "send the event for this user id (e.g. from \"tollgate dev token\"): the ids in the file become ones of that user's own")
-	fs.BoolVar(&now, "now", false, "move the event's times so that it happens now (its period starts now), under a new event id")
+	fs.BoolVar(&now, "now", false, "move the event's times so that it happens now, under a new event id; what lies ahead of it keeps its distance from the subscription's start, so one life's files keep their periods in order")
 	return command{
 		help: "Signs (web) or authorises (mobile) a JSON event with the configured secret and POSTs it,\n" +
 			"or signs an App Store notification written decoded with a local test chain (appstore),\n" +

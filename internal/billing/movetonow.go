@@ -10,14 +10,19 @@ type TimeCodec func(key string, value any) (t time.Time, write func(time.Time) a
 // the one rule "webhook send --now" follows for every store: the event, which happened at
 // event, happens at now; a time up to the event keeps its distance before it; a time after
 // the event (a period's end, a cancellation scheduled for it) keeps its distance from the
-// earliest time doc holds — the subscription's start. So the files of one life, each sent
-// now, keep their periods in order: a renewal's end comes a period after the start's, and a
-// cancellation at the period's end keeps the renewal's end.
-func MoveTimesToNow(doc any, codec TimeCodec, event, now time.Time) {
-	earliest := event
-	walkTimes(doc, codec, func(t time.Time) (time.Time, bool) {
-		if t.Before(earliest) {
-			earliest = t
+// subscription's start (the time at startKey, where doc has one; else the event). So the
+// files of one life, each sent now, keep their periods in order: a renewal's end comes a
+// period after the start's, and a cancellation at the period's end keeps the renewal's.
+func MoveTimesToNow(doc any, codec TimeCodec, startKey string, event, now time.Time) {
+	start := event
+	walkTimes(doc, func(key string, value any) (time.Time, func(time.Time) any, bool) {
+		if key != startKey {
+			return time.Time{}, nil, false
+		}
+		return codec(key, value)
+	}, func(t time.Time) (time.Time, bool) {
+		if t.Before(start) {
+			start = t
 		}
 		return t, false
 	})
@@ -25,7 +30,7 @@ func MoveTimesToNow(doc any, codec TimeCodec, event, now time.Time) {
 		if !t.After(event) {
 			return now.Add(t.Sub(event)), true
 		}
-		return now.Add(t.Sub(earliest)), true
+		return now.Add(t.Sub(start)), true
 	})
 }
 

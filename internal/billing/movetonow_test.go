@@ -34,8 +34,9 @@ func TestMoveTimesToNowKeepsALifeInOrder(t *testing.T) {
 		{"cancel", day(31) + 10*86400, map[string]any{"start": day(1), "period": map[string]any{"from": day(31), "to": day(31) + 30*86400}}, 60},
 	}
 	for _, step := range life {
+		step.doc["created"] = day(1) - 400*86400 // an older time, such as a price's: not the start
 		doc := step.doc
-		billing.MoveTimesToNow(doc, unixCodec, time.Unix(int64(step.event), 0), now)
+		billing.MoveTimesToNow(doc, unixCodec, "start", time.Unix(int64(step.event), 0), now)
 		b, _ := json.Marshal(doc)
 		period := doc["period"].(map[string]any)
 		end := time.Unix(int64(period["to"].(float64)), 0).UTC()

@@ -31,7 +31,7 @@ func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	if !ok || err != nil {
 		return nil, errors.New(`a mobile event needs its "event_datetime"`)
 	}
-	billing.MoveTimesToNow(top, mobileTimes, t, now)
+	billing.MoveTimesToNow(top, mobileTimes, "original_purchase_date", t, now)
 	return json.MarshalIndent(top, "", "  ")
 }
 

@@ -61,7 +61,7 @@ func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, errors.New(`a Paddle notification needs its "occurred_at" time`)
 	}
-	billing.MoveTimesToNow(top, paddleTimes, occurred, now)
+	billing.MoveTimesToNow(top, paddleTimes, "started_at", occurred, now)
 	if id, ok := top["event_id"].(string); ok {
 		top["event_id"] = fmt.Sprintf("%s_now%d", id, now.Unix())
 	}

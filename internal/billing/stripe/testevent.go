@@ -31,7 +31,7 @@ func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, errors.New(`a web event needs its "created" time`)
 	}
-	billing.MoveTimesToNow(top, unixTimes, time.Unix(created, 0), now)
+	billing.MoveTimesToNow(top, unixTimes, "start_date", time.Unix(created, 0), now)
 	if id, ok := top["id"].(string); ok {
 		top["id"] = fmt.Sprintf("%s_now%d", id, now.Unix())
 	}

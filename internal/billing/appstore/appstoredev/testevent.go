@@ -51,7 +51,7 @@ func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	if !ok || err != nil {
 		return nil, errors.New(`an App Store notification needs its "signedDate"`)
 	}
-	billing.MoveTimesToNow(top, appStoreDates, time.UnixMilli(ms), now)
+	billing.MoveTimesToNow(top, appStoreDates, "originalPurchaseDate", time.UnixMilli(ms), now)
 	top["notificationUUID"] = uuid.NewString()
 	return json.MarshalIndent(top, "", "  ")
 }

@@ -122,7 +122,7 @@ func MoveToNow(body []byte, now time.Time) ([]byte, error) {
 	if n == nil || err != nil || at <= 0 {
 		return nil, errors.New(`a Google Play test event needs its notification's "eventTimeMillis"`)
 	}
-	billing.MoveTimesToNow(top, playTimes, time.UnixMilli(at), now)
+	billing.MoveTimesToNow(top, playTimes, "startTime", time.UnixMilli(at), now)
 	if id, ok := top["messageId"].(string); ok {
 		top["messageId"] = fmt.Sprintf("%s-now%d", id, now.Unix())
 	}
