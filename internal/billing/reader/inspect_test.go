@@ -58,6 +58,32 @@ func TestInspectShowsSubscriptionsAndEventsNamingTheUser(t *testing.T) {
 			t.Fatalf("recent events %v, want the user's two, newest first", ids)
 		}
 
+		// Each of the two lists exactly the events resolved to them (provider_events.user_id).
+		for _, user := range []string{billingtest.FixtureUser, "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e60"} {
+			r, err := h.Svc.Inspect(context.Background(), user)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var listed []string
+			for _, e := range r.RecentEvents {
+				listed = append(listed, e.ID)
+			}
+			rows, err := d.Query("select provider_event_id from provider_events where user_id = $1 order by received_at desc, provider_event_id desc", user)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var named []string
+			for rows.Next() {
+				var id string
+				rows.Scan(&id)
+				named = append(named, id)
+			}
+			rows.Close()
+			if strings.Join(listed, ",") != strings.Join(named, ",") || len(named) == 0 {
+				t.Errorf("users show %s lists %v, want the events resolved to them %v", user, listed, named)
+			}
+		}
+
 		unseen, err := h.Svc.Inspect(context.Background(), "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f")
 		if err != nil || len(unseen.Customers)+len(unseen.Subscriptions)+len(unseen.RecentEvents) != 0 || unseen.Billing.Plan.Key != "free" {
 			t.Fatalf("a user never seen: %+v %v", unseen, err)
