@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tollgate/tollgate/internal/identity"
@@ -151,4 +152,36 @@ func opaqueToken() string {
 	var b [12]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// oauthLink is a sign-in button for an OAuth provider.
+type oauthLink struct{ ID, Label string }
+
+func (w *Web) oauthLinks() []oauthLink {
+	var links []oauthLink
+	for _, id := range w.opts.OAuthProviders {
+		links = append(links, oauthLink{ID: id, Label: oauthLabel(id)})
+	}
+	return links
+}
+
+// oauthNames are the providers' own spellings of their names, where capitalising the
+// identity service's id would misspell them ("Github", "Linkedin_oidc").
+var oauthNames = map[string]string{
+	"github": "GitHub", "gitlab": "GitLab", "linkedin_oidc": "LinkedIn", "linkedin": "LinkedIn",
+	"workos": "WorkOS", "bitbucket": "Bitbucket", "keycloak": "Keycloak", "azure": "Microsoft",
+	"twitter": "X (Twitter)", "x": "X", "kakao": "Kakao", "spotify": "Spotify", "twitch": "Twitch",
+	"zoom": "Zoom", "slack_oidc": "Slack", "slack": "Slack", "figma": "Figma", "notion": "Notion",
+	"apple": "Apple", "google": "Google", "facebook": "Facebook", "discord": "Discord",
+}
+
+// oauthLabel is what the sign-in button calls the provider whose id is id.
+func oauthLabel(id string) string {
+	if name, ok := oauthNames[id]; ok {
+		return name
+	}
+	if id == "" {
+		return id
+	}
+	return strings.ToUpper(id[:1]) + id[1:]
 }
