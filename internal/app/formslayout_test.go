@@ -21,7 +21,8 @@ const lineBreaksJS = `(() => {
 })()`
 
 // At 390 px a long e-mail address on the account page wraps before its @ or after a dot
-// (or a hyphen, as any text does), never mid-word.
+// (or a hyphen, as any text does), never mid-word; an address that fits on a line is never
+// broken, though the sentence around it wraps.
 func TestBrowserLongEmailWrapsAtItsParts(t *testing.T) {
 	t.Parallel() // its own server and browser; browser lets two run at once
 	ctx := browser(t)
@@ -43,5 +44,15 @@ func TestBrowserLongEmailWrapsAtItsParts(t *testing.T) {
 		if !strings.HasPrefix(b, ".|") && !strings.HasPrefix(b, "-|") && !strings.HasSuffix(b, "|@") {
 			t.Errorf("the address wraps mid-word at %q (breaks: %s)", b, breaks)
 		}
+	}
+
+	const fits = "someone.surname@example.test"
+	tab.run("the code form on a phone", chromedp.Navigate(base+"/otp/verify?type=email&email="+fits),
+		chromedp.WaitVisible(chromedp.CSS(".hint .address")), screenshot("email-in-a-sentence-390"))
+	if sentence := tab.eval(strings.Replace(lineBreaksJS, "%q", `".hint"`, 1)); sentence == "" {
+		t.Fatalf("the sentence did not wrap at 390 px: the test proves nothing")
+	}
+	if inside := tab.eval(strings.Replace(lineBreaksJS, "%q", `".hint .address"`, 1)); inside != "" {
+		t.Errorf("an address that fits on a line is broken at %s", inside)
 	}
 }
