@@ -31,7 +31,7 @@ func cmdUsersShow(fs *flag.FlagSet) command {
 					enc.SetIndent("", "  ")
 					return enc.Encode(report)
 				}
-				printReport(e.stdout, report, time.Now())
+				printReport(e.stdout, report, time.Now(), e.stores.TypeNote)
 				return nil
 			})
 		},
@@ -41,7 +41,8 @@ func cmdUsersShow(fs *flag.FlagSet) command {
 // printReport writes a user report for people.
 // The status is as people are shown it at now: lapsed, not active, once a period has ended
 // unrenewed (the JSON keeps the /api/v1/me answer as it is).
-func printReport(w io.Writer, r reader.UserReport, now time.Time) {
+// An event type a store numbers carries its number beside it (typeNote).
+func printReport(w io.Writer, r reader.UserReport, now time.Time, typeNote func(provider, eventType string) string) {
 	orNone := func(s *string) string {
 		if s == nil {
 			return "-"
@@ -104,6 +105,10 @@ func printReport(w io.Writer, r reader.UserReport, now time.Time) {
 		if ev.ProcessingError != nil {
 			state += ": " + *ev.ProcessingError
 		}
-		fmt.Fprintf(w, "  %s  %-6s %s  %s  %s\n", ev.ReceivedAt.Format(time.RFC3339), ev.Provider, ev.ID, ev.Type, state)
+		kind := ev.Type
+		if n := typeNote(ev.Provider, ev.Type); n != "" {
+			kind += " (" + n + ")"
+		}
+		fmt.Fprintf(w, "  %s  %-6s %s  %s  %s\n", ev.ReceivedAt.Format(time.RFC3339), ev.Provider, ev.ID, kind, state)
 	}
 }

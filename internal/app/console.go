@@ -13,7 +13,7 @@ func (s *Server) newConsole() (*console.Console, error) {
 	opts := console.Options{
 		DB: s.db, Operators: s.cfg.AdminEmails, CurrentUser: s.web.CurrentUser, NotFound: s.web.NotFound,
 		Billing: s.billing.reader, Pipeline: s.billing.pipeline, Grants: s.billing.grants,
-		Stores: s.env.stores.Names(), Dashboard: s.env.stores.Dashboard,
+		Stores: s.env.stores.Names(), Dashboard: s.env.stores.Dashboard, TypeNote: s.env.stores.TypeNote,
 		AppName: s.cfg.AppName, LogoURL: s.cfg.BrandLogoURL, DevIdentity: s.cfg.DevIdentity, Log: s.env.log,
 	}
 	if s.deliverer != nil {

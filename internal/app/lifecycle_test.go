@@ -107,6 +107,13 @@ func TestLifecycleFixturesMoveThePlan(t *testing.T) {
 	if got := named.FindAllStringSubmatch(purchases, -1); len(got) != 2 || got[0][1] != "SUBSCRIPTION_PURCHASED" || got[1][1] != "SUBSCRIPTION_PURCHASED" {
 		t.Errorf("filtered by SUBSCRIPTION_PURCHASED, the Events page lists %q, want the two purchases", got)
 	}
+	if !strings.Contains(purchases, `SUBSCRIPTION_PURCHASED</a> <span class="muted">(4)</span>`) {
+		t.Errorf("the Events page does not keep Google's number beside the name:\n%s", purchases)
+	}
+	playUser := "0e7a1c52-1f0b-4c1e-9a55-000003000000"
+	if _, out, _ := runCmd(ctx, env, "users", "show", playUser); !strings.Contains(out, "SUBSCRIPTION_PURCHASED (4)") || !strings.Contains(out, "SUBSCRIPTION_EXPIRED (13)") {
+		t.Errorf("users show does not name Play's events with Google's number beside:\n%s", out)
+	}
 }
 
 // checkUsersShowLists: "users show" lists the n events sent for user that name them (as the

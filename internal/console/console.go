@@ -50,6 +50,9 @@ type Options struct {
 	// dashboard ("" when an id reaches none).
 	Stores    []string
 	Dashboard func(provider, subscriptionID string) string
+	// TypeNote is shown beside an event type: the number a store gives it, where it
+	// numbers its types (Google Play's notificationType); "" for none.
+	TypeNote func(provider, eventType string) string
 	// Wake tells the outbound deliverer that a delivery was queued again; nil when
 	// outbound webhooks are off.
 	Wake func()
@@ -77,9 +80,12 @@ func New(opts Options) (*Console, error) {
 	if opts.Dashboard == nil {
 		opts.Dashboard = func(string, string) string { return "" }
 	}
+	if opts.TypeNote == nil {
+		opts.TypeNote = func(string, string) string { return "" }
+	}
 	c := &Console{opts: opts, pages: map[string]*template.Template{}, daily: parseDaily(opts.DB.Engine), kept: keptStanding{slowAfter: slowStanding, bigFrom: bigStanding}}
 	for _, name := range []string{"overview", "customers", "customer", "events", "event", "deliveries", "plans", "audit", "message"} {
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(funcs).Funcs(template.FuncMap{"typeNote": opts.TypeNote}).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, err
 		}

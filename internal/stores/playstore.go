@@ -42,7 +42,8 @@ var playStore = Store{Name: playstore.Provider, Display: "Google Play", InApp: t
 		Needs: "PLAY_PACKAGE_NAME and PLAY_SERVICE_ACCOUNT_JSON: are required to read the Google Play Developer API",
 		// The development stand-in lives inside serve: only named is it read.
 		OnlyNamed: func(cfg config.Config) bool { return cfg.PlayStore.Dev }},
-	StandIn: playStandIn,
+	StandIn:  playStandIn,
+	TypeNote: playstore.TypeNumber,
 }
 
 // playLimit is the most requests a second a pass makes of Google Play, whatever

@@ -50,6 +50,9 @@ type Store struct {
 	TestEvents *TestEvents
 	// API says which settings let tollgate read the store's API (reconcile, catch-up).
 	API *API
+	// TypeNote, when set, is what to show beside one of its event types: the number the
+	// store gives the type, where it names events by number ("" for none).
+	TypeNote func(eventType string) string
 	// StandIn is the development stand-in for the store's API, when the configuration
 	// asks for one (nil, nil when it does not), starting from what kept holds.
 	StandIn func(cfg config.Config, kept Kept) (*StandIn, error)
@@ -189,6 +192,15 @@ func (l List) Claiming() []string { return l.NamesWhere(func(s Store) bool { ret
 func (l List) Dashboard(provider, subscriptionID string) string {
 	if s, ok := l.ByName(provider); ok && s.Dashboard != nil {
 		return s.Dashboard(subscriptionID)
+	}
+	return ""
+}
+
+// TypeNote is what to show beside provider's event type: its number in the store, where
+// the store numbers its types ("" otherwise).
+func (l List) TypeNote(provider, eventType string) string {
+	if s, ok := l.ByName(provider); ok && s.TypeNote != nil {
+		return s.TypeNote(eventType)
 	}
 	return ""
 }

@@ -93,6 +93,22 @@ var SubscriptionTypes = map[int]string{
 // oneTimeProductTypes are Google's names of the one-time product notification types.
 var oneTimeProductTypes = map[int]string{1: "ONE_TIME_PRODUCT_PURCHASED", 2: "ONE_TIME_PRODUCT_CANCELED"}
 
+// TypeNumber is the notificationType Google numbers an event type with ("4" for
+// SUBSCRIPTION_PURCHASED), shown beside the name; "" for a type Google does not number.
+func TypeNumber(eventType string) string {
+	for n, name := range SubscriptionTypes {
+		if name == eventType {
+			return strconv.Itoa(n)
+		}
+	}
+	for n, name := range oneTimeProductTypes {
+		if name == eventType {
+			return strconv.Itoa(n)
+		}
+	}
+	return ""
+}
+
 // kind names the notification, as its event type: Google's name of its type.
 func (n notification) kind() string {
 	switch {
