@@ -168,7 +168,7 @@ func run(ctx context.Context, args []string, e env) error {
 	if c.bare {
 		return c.run(ctx, e)
 	}
-	if err := loadConfig(&e, e.stderr); err != nil {
+	if err := loadConfig(&e); err != nil {
 		return err
 	}
 	return c.run(ctx, e)
@@ -261,7 +261,7 @@ func settingAsFlag(err error) error {
 // loadConfig parses the configuration into e, with .env.development under it in
 // development, and logs a warning for every variable set that looks like a mistyped name
 // of tollgate's (config.NearMisses): ignored, it would leave its setting at the default.
-func loadConfig(e *env, logs io.Writer) error {
+func loadConfig(e *env) error {
 	getenv, fileNames, looked, err := withDevEnvFile(e.getenv)
 	if err != nil {
 		return err
@@ -271,7 +271,7 @@ func loadConfig(e *env, logs io.Writer) error {
 		return fmt.Errorf("configuration: %w%s", err, devEnvMissing(looked))
 	}
 	e.getenv, e.cfg, e.devEnvLooked = getenv, cfg, looked
-	e.log = newLogger(cfg, logs)
+	e.log = newLogger(cfg, e.stderr)
 	var set []string
 	if e.environ != nil {
 		set = e.environ()

@@ -196,7 +196,7 @@ func (s *Server) keptFor(ctx context.Context, name string) (stores.Kept, error) 
 // ListenAndServe.
 func Open(ctx context.Context, getenv func(string) string, logs io.Writer) (*Server, error) {
 	e := env{stores: stores.All(), getenv: getenv, environ: processEnviron(getenv), stdout: logs, stderr: logs}
-	if err := loadConfig(&e, logs); err != nil {
+	if err := loadConfig(&e); err != nil {
 		return nil, err
 	}
 	return start(ctx, e)
